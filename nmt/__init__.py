@@ -1,0 +1,1 @@
+"""nmt: neural machine translation with attention."""

@@ -1,0 +1,5 @@
+"""`python -m nmt` runs the command line (torchrun needs a module entry point)."""
+
+from nmt.cli import main
+
+main()

@@ -1,0 +1,210 @@
+"""The `nmt` command: parses arguments and calls one library function per command.
+
+Heavy libraries (torch, datasets, sacrebleu) are imported inside the commands, so
+`nmt --help` and argument errors answer at once.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from nmt.errors import UserError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Train, run and score attention-based neural machine translation models.",
+)
+
+ConfigOption = Annotated[Path, typer.Option("--config", "-c", help="Experiment YAML file.")]
+SetOption = Annotated[
+    Optional[list[str]],  # noqa: UP045 - typer needs typing.Optional on Python 3.10
+    typer.Option(
+        "--set", help="Override a config key, e.g. --set train.max_steps=500 (repeatable)."
+    ),
+]
+CheckpointOption = Annotated[
+    Path, typer.Option("--checkpoint", help="A .pt file written by nmt train.")
+]
+
+
+def _guarded(action: Callable[[], object]) -> None:
+    """Runs a command; a UserError becomes a one-paragraph message and exit code 2."""
+    try:
+        action()
+    except UserError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        raise typer.Exit(130) from None
+
+
+@app.command()
+def train(
+    config: ConfigOption,
+    set_: SetOption = None,
+    run_dir: Annotated[
+        Path | None,
+        typer.Option(  # noqa: UP045
+            help="Where checkpoints and logs go (default: runs/<config name>)."
+        ),
+    ] = None,
+    overwrite: Annotated[bool, typer.Option(help="Replace a run already in --run-dir.")] = False,
+) -> None:
+    """Train a model, validating with BLEU; ends by scoring the best checkpoint on the test split.
+
+    Example: nmt train --config configs/demo.yaml --set train.max_steps=300
+    """
+
+    def action() -> None:
+        from nmt.config import load_config
+        from nmt.train import train_experiment
+
+        experiment = load_config(config, set_ or [])
+        directory = run_dir or Path("runs") / experiment.name
+        scores = train_experiment(experiment, directory, overwrite=overwrite)
+        if scores:
+            typer.echo(
+                f"test BLEU {scores['bleu']:.1f}  chrF {scores['chrf']:.1f}  "
+                f"(best checkpoint: {directory / 'best.pt'})"
+            )
+
+    _guarded(action)
+
+
+@app.command()
+def translate(
+    checkpoint: CheckpointOption,
+    input: Annotated[
+        Path | None,
+        typer.Option(  # noqa: UP045
+            "--input", "-i", help="Source text, one sentence a line (default: stdin)."
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(  # noqa: UP045
+            "--output", "-o", help="Where translations go (default: stdout)."
+        ),
+    ] = None,
+    batch_size: Annotated[
+        int | None,
+        typer.Option(  # noqa: UP045
+            min=1, help="Sentences per batch (default: decode.batch_size)."
+        ),
+    ] = None,
+) -> None:
+    """Translate text with a checkpoint: one output line per input line, in input order.
+
+    Example: echo "ein Hund läuft ." | nmt translate --checkpoint runs/demo/best.pt
+    """
+
+    def action() -> None:
+        from nmt.data import read_lines
+        from nmt.translator import load_translator
+
+        _check_output_dir(output)
+        lines = read_lines(input) if input else _stdin_lines()
+        translator, _ = load_translator(checkpoint)
+        text = "".join(t.text + "\n" for t in translator.translate(lines, batch_size))
+        if output:
+            output.write_text(text, encoding="utf-8")
+        else:
+            sys.stdout.write(text)
+
+    _guarded(action)
+
+
+@app.command(name="eval")
+def evaluate(
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(  # noqa: UP045
+            help="Translate a split with this checkpoint and score it."
+        ),
+    ] = None,
+    split: Annotated[
+        str, typer.Option(help="Which split to score: train, valid or test.")
+    ] = "test",
+    hyp: Annotated[Optional[Path], typer.Option(help="Hypothesis file to score.")] = None,  # noqa: UP045
+    ref: Annotated[Optional[Path], typer.Option(help="Reference file for --hyp.")] = None,  # noqa: UP045
+    set_: SetOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Score translations with sacrebleu (BLEU, chrF and their signatures).
+
+    Examples: nmt eval --checkpoint runs/demo/best.pt --split test
+              nmt eval --hyp output.txt --ref reference.txt --json
+    """
+
+    def action() -> None:
+        from nmt.evaluate import score
+
+        if checkpoint is not None:
+            hypotheses, references = _translate_split(checkpoint, split, set_ or [])
+        elif hyp is not None and ref is not None:
+            from nmt.data import read_lines
+
+            hypotheses, references = read_lines(hyp), read_lines(ref)
+            if len(hypotheses) != len(references):
+                raise UserError(
+                    f"--hyp {hyp} has {len(hypotheses)} lines but --ref {ref} has "
+                    f"{len(references)}; they must align line by line."
+                )
+        else:
+            raise UserError("nmt eval needs --checkpoint, or both --hyp and --ref.")
+        scores = score(hypotheses, references)
+        typer.echo(json.dumps(scores.as_dict()) if as_json else scores.summary())
+
+    _guarded(action)
+
+
+def _translate_split(
+    checkpoint: Path, split: str, overrides: list[str]
+) -> tuple[list[str], list[str]]:
+    from nmt.checkpoint import load_checkpoint, restore_model
+    from nmt.config import apply_override, config_from_dict, parse_override
+    from nmt.data import ROLES, load_split
+    from nmt.translator import Translator
+
+    if split not in ROLES:
+        raise UserError(f"--split must be one of {', '.join(ROLES)}, got '{split}'.")
+    payload = load_checkpoint(checkpoint)
+    model, tokenizer, config = restore_model(payload, checkpoint)
+    if overrides:
+        raw = payload["config"]
+        for override in overrides:
+            apply_override(raw, *parse_override(override))
+        config = config_from_dict(raw)
+    text = load_split(config.data, split)
+    translations = Translator(model, tokenizer, config.decode).translate(text.src)
+    return [t.text for t in translations], text.tgt
+
+
+def _stdin_lines() -> list[str]:
+    data = sys.stdin.buffer.read()
+    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def _check_output_dir(output: Path | None) -> None:
+    if output is not None and not output.parent.is_dir():
+        raise UserError(
+            f"--output {output}: directory {output.parent} does not exist. Create it first."
+        )
+
+
+def main() -> None:
+    app()

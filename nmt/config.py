@@ -1,0 +1,310 @@
+"""Every experiment setting as a frozen, typed dataclass, read strictly from YAML.
+
+A typo in a config key must fail loudly rather than silently fall back to a default,
+so the builder rejects unknown keys (suggesting the closest valid one), wrong types
+and out-of-range values, always naming the dotted path of the offending key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from nmt.errors import UserError
+
+
+class ConfigError(UserError):
+    """A config value that cannot be used; `path` is its dotted key."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        self.detail = message
+        super().__init__(f"config key '{path}': {message}" if path else f"config: {message}")
+
+
+def _require(ok: bool, key: str, message: str) -> None:
+    if not ok:
+        raise ConfigError(key, message)
+
+
+@dataclass(frozen=True)
+class Splits:
+    """Split names as they appear in file names or in the hub dataset (test: null = none)."""
+
+    train: str = "train"
+    valid: str = "valid"
+    test: str | None = "test"
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Where the corpus comes from: `path` (local) wins over `hub_id`; `demo` generates one.
+
+    `hub_splits` names the hub's splits when they differ from the local file names in `splits`.
+    """
+
+    src_lang: str = "de"
+    tgt_lang: str = "en"
+    path: str | None = None
+    hub_id: str | None = None
+    hub_config: str | None = None
+    demo: bool = False
+    splits: Splits = field(default_factory=Splits)
+    hub_splits: Splits | None = None
+    max_len: int = 100
+    cache_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        _require(self.src_lang != self.tgt_lang, "tgt_lang", "must differ from src_lang")
+        _require(self.max_len > 0, "max_len", f"must be positive, got {self.max_len}")
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    """SentencePiece: trained on the train split, or an existing joint `model` file."""
+
+    model: str | None = None
+    joint: bool = True
+    type: Literal["bpe", "unigram"] = "bpe"
+    vocab_size: int = 8000
+    character_coverage: float = 1.0
+
+    def __post_init__(self) -> None:
+        _require(self.vocab_size >= 16, "vocab_size", f"must be at least 16, got {self.vocab_size}")
+        _require(0 < self.character_coverage <= 1, "character_coverage", "must be in (0, 1]")
+
+
+@dataclass(frozen=True)
+class EncoderConfig:
+    type: Literal["birnn"] = "birnn"
+    rnn: Literal["gru", "lstm"] = "gru"
+    emb_dim: int = 256
+    hidden_dim: int = 256
+    layers: int = 1
+    dropout: float = 0.2
+
+    def __post_init__(self) -> None:
+        _positive(self, "emb_dim", "hidden_dim", "layers")
+        _probability(self, "dropout")
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    type: Literal["additive"] = "additive"
+    attn_dim: int = 512
+
+    def __post_init__(self) -> None:
+        _positive(self, "attn_dim")
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    emb_dim: int = 256
+    hidden_dim: int = 512
+    output: Literal["maxout", "tanh"] = "maxout"
+    out_dim: int = 256
+    dropout: float = 0.2
+    tie_embeddings: bool = False
+
+    def __post_init__(self) -> None:
+        _positive(self, "emb_dim", "hidden_dim", "out_dim")
+        _probability(self, "dropout")
+        _require(
+            not self.tie_embeddings or self.out_dim == self.emb_dim,
+            "tie_embeddings",
+            f"needs out_dim == emb_dim (got {self.out_dim} and {self.emb_dim})",
+        )
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    decoder: DecoderConfig = field(default_factory=DecoderConfig)
+    attention: AttentionConfig = field(default_factory=AttentionConfig)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    seed: int = 42
+    max_steps: int = 100_000
+    max_minutes: float | None = None
+    batch_tokens: int = 1000
+    lr: float = 1e-3
+    label_smoothing: float = 0.1
+    clip_norm: float = 1.0
+    log_every: int = 50
+    valid_every: int = 500
+    valid_max_sentences: int | None = None
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        _positive(self, "max_steps", "batch_tokens", "log_every", "valid_every")
+        _require(self.lr > 0, "lr", f"must be positive, got {self.lr}")
+        _require(self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be > 0")
+        _require(self.clip_norm >= 0, "clip_norm", "must be >= 0 (0 turns clipping off)")
+        _probability(self, "label_smoothing")
+        _require(self.threads is None or self.threads > 0, "threads", "must be positive")
+        _require(
+            self.valid_max_sentences is None or self.valid_max_sentences > 0,
+            "valid_max_sentences",
+            "must be positive (null validates on the whole split)",
+        )
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    batch_size: int = 64
+    max_len_ratio: float = 2.0
+    max_len_extra: int = 10
+
+    def __post_init__(self) -> None:
+        _positive(self, "batch_size")
+        _require(self.max_len_ratio > 0, "max_len_ratio", "must be positive")
+        _require(self.max_len_extra >= 0, "max_len_extra", "must be >= 0")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str = "experiment"
+    data: DataConfig = field(default_factory=DataConfig)
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+
+
+def _positive(config: Any, *names: str) -> None:
+    for name in names:
+        value = getattr(config, name)
+        _require(value > 0, name, f"must be positive, got {value}")
+
+
+def _probability(config: Any, name: str) -> None:
+    value = getattr(config, name)
+    _require(0 <= value < 1, name, f"must be in [0, 1), got {value}")
+
+
+def build(cls: type, raw: Any, path: str = "") -> Any:
+    """Turns plain YAML data into the dataclass `cls`, checking every key and value."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(path, f"expected a mapping of keys, got {_describe(raw)}")
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    for key in raw:
+        if key not in names:
+            raise ConfigError(_join(path, str(key)), f"unknown key.{_suggest(str(key), names)}")
+    values = {key: _convert(hints[key], value, _join(path, key)) for key, value in raw.items()}
+    try:
+        return cls(**values)
+    except ConfigError as error:
+        raise ConfigError(_join(path, error.path), error.detail) from None
+
+
+def _convert(hint: Any, value: Any, path: str) -> Any:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        (inner,) = [option for option in options if option is not type(None)]
+        return _convert(inner, value, path)
+    if origin is Literal:
+        choices = typing.get_args(hint)
+        if value not in choices:
+            allowed = ", ".join(repr(choice) for choice in choices)
+            raise ConfigError(path, f"{value!r} is not one of {allowed}.{_suggest(value, choices)}")
+        return value
+    if dataclasses.is_dataclass(hint):
+        return build(hint, value, path)
+    if value is None:
+        raise ConfigError(path, f"needs a {hint.__name__} value, got null")
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint is int and isinstance(value, bool) or not isinstance(value, hint):
+        raise ConfigError(path, f"expected {hint.__name__}, got {_describe(value)}")
+    return value
+
+
+def _describe(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path and key else path or key
+
+
+def _suggest(key: Any, candidates: typing.Sequence[Any]) -> str:
+    close = difflib.get_close_matches(str(key), [str(c) for c in candidates], n=1, cutoff=0.6)
+    return (
+        f" Did you mean '{close[0]}'?" if close else f" Valid: {', '.join(map(str, candidates))}."
+    )
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """'model.attention.type=dot' -> (['model', 'attention', 'type'], 'dot'); values are YAML."""
+    import yaml
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip() or any(not part for part in key.strip().split(".")):
+        raise ConfigError("", f"--set expects KEY=VALUE with a dotted key, got '{text}'")
+    try:
+        parsed = yaml.safe_load(value) if value.strip() else None
+    except yaml.YAMLError:
+        parsed = value
+    return key.strip().split("."), parsed
+
+
+def apply_override(raw: dict, keys: list[str], value: Any) -> None:
+    node = raw
+    for depth, key in enumerate(keys[:-1]):
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            raise ConfigError(".".join(keys[: depth + 1]), "is a value, not a section")
+        node = child
+    node[keys[-1]] = value
+
+
+def load_config(path: str | Path, overrides: typing.Sequence[str] = ()) -> Experiment:
+    """Reads a YAML experiment, applies `--set` overrides, and validates the result."""
+    import yaml
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"config file {path} does not exist.") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(f"config file {path} cannot be read: {error}") from None
+    try:
+        raw = yaml.safe_load(text) or {}
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error)
+        raise UserError(f"config file {path} is not valid YAML{where}: {problem}.") from None
+    if not isinstance(raw, dict):
+        raise UserError(
+            f"config file {path} must hold a mapping of sections, got {_describe(raw)}."
+        )
+    raw.setdefault("name", path.stem)
+    for override in overrides:
+        apply_override(raw, *parse_override(override))
+    try:
+        return build(Experiment, raw)
+    except ConfigError as error:
+        raise ConfigError(error.path, f"{error.detail} (in {path})") from None
+
+
+def config_to_dict(config: Experiment) -> dict:
+    return dataclasses.asdict(config)
+
+
+def config_from_dict(raw: dict) -> Experiment:
+    return build(Experiment, raw)

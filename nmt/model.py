@@ -1,0 +1,67 @@
+"""Seq2Seq: an encoder, a decoder, and the small interface that search is written against."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from nmt.attention import build_attention
+from nmt.config import ModelConfig
+from nmt.decoder import DecoderState, RNNSearchDecoder
+from nmt.encoder import EncoderOutput, build_encoder
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self, encoder: nn.Module, decoder: RNNSearchDecoder):
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+
+    def encode(self, src: torch.Tensor, src_lengths: torch.Tensor) -> EncoderOutput:
+        return self.encoder(src, src_lengths)
+
+    def init_state(self, encoded: EncoderOutput) -> DecoderState:
+        return self.decoder.init_state(encoded)
+
+    def step(
+        self, state: DecoderState, prev_tokens: torch.Tensor
+    ) -> tuple[torch.Tensor, DecoderState, torch.Tensor]:
+        """prev_tokens [B] -> logits [B, V], next state, attention weights [B, S]."""
+        return self.decoder.step(state, prev_tokens)
+
+    def forward(
+        self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Teacher-forced logits [B, T, V] and attention weights [B, T, S]."""
+        return self.decoder(self.init_state(self.encode(src, src_lengths)), tgt_in)
+
+
+def build_model(
+    config: ModelConfig, src_vocab_size: int, tgt_vocab_size: int, src_pad_id: int, tgt_pad_id: int
+) -> Seq2Seq:
+    encoder = build_encoder(config.encoder, src_vocab_size, src_pad_id)
+    attention = build_attention(config.attention, config.decoder.hidden_dim, encoder.output_dim)
+    decoder = RNNSearchDecoder(
+        tgt_vocab_size, config.decoder, attention, encoder.final_dim, tgt_pad_id
+    )
+    model = Seq2Seq(encoder, decoder)
+    _initialise(model)
+    return model
+
+
+def _initialise(model: nn.Module) -> None:
+    """Xavier for matrices, zero biases, small embeddings, orthogonal recurrent weights."""
+    for name, parameter in model.named_parameters():
+        if "embed" in name:
+            nn.init.normal_(parameter, std=parameter.size(-1) ** -0.5)
+        elif "weight_hh" in name:
+            for gate in parameter.chunk(parameter.size(0) // parameter.size(1)):
+                nn.init.orthogonal_(gate)
+        elif parameter.dim() >= 2:
+            nn.init.xavier_uniform_(parameter)
+        else:
+            nn.init.zeros_(parameter)
+    for module in model.modules():
+        if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+            with torch.no_grad():
+                module.weight[module.padding_idx].zero_()

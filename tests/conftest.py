@@ -1,0 +1,78 @@
+"""Shared fixtures: a small parallel corpus on disk, its config, a tokenizer and a tiny model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from nmt.config import Experiment, load_config
+from nmt.demo import generate_pairs
+from nmt.model import Seq2Seq, build_model
+from nmt.tokenizer import Tokenizer, build_tokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
+
+
+def write_parallel(directory: Path, split: str, pairs: list[tuple[str, str]]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{split}.en").write_text("".join(en + "\n" for en, _ in pairs), "utf-8")
+    (directory / f"{split}.de").write_text("".join(de + "\n" for _, de in pairs), "utf-8")
+
+
+@pytest.fixture(scope="session")
+def corpus_dir(tmp_path_factory) -> Path:
+    """300 train / 40 valid / 40 test pairs of the demo grammar, as {split}.{en,de} files."""
+    directory = tmp_path_factory.mktemp("corpus")
+    pairs = generate_pairs(380, seed=7)
+    write_parallel(directory, "train", pairs[:300])
+    write_parallel(directory, "valid", pairs[300:340])
+    write_parallel(directory, "test", pairs[340:])
+    return directory
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("NMT_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+TINY_OVERRIDES = [
+    "data.src_lang=en",
+    "data.tgt_lang=de",
+    "tokenizer.vocab_size=200",
+    "model.encoder.emb_dim=16",
+    "model.encoder.hidden_dim=16",
+    "model.attention.attn_dim=16",
+    "model.decoder.emb_dim=16",
+    "model.decoder.hidden_dim=24",
+    "model.decoder.out_dim=16",
+    "train.max_steps=6",
+    "train.batch_tokens=200",
+    "train.log_every=2",
+    "train.valid_every=3",
+    "train.valid_max_sentences=8",
+    "decode.batch_size=8",
+]
+
+
+@pytest.fixture
+def tiny_config(corpus_dir) -> Experiment:
+    return load_config(
+        ROOT / "configs" / "demo.yaml",
+        [f"data.path={corpus_dir}", "data.demo=false", *TINY_OVERRIDES],
+    )
+
+
+@pytest.fixture(scope="session")
+def tokenizer(corpus_dir, tmp_path_factory) -> Tokenizer:
+    config = load_config(ROOT / "configs" / "demo.yaml", TINY_OVERRIDES).tokenizer
+    src = (corpus_dir / "train.en").read_text("utf-8").splitlines()
+    tgt = (corpus_dir / "train.de").read_text("utf-8").splitlines()
+    return build_tokenizer(config, src, tgt, tmp_path_factory.mktemp("spm"))
+
+
+def tiny_model(config: Experiment, vocab_size: int = 50, seed: int = 0) -> Seq2Seq:
+    torch.manual_seed(seed)
+    return build_model(config.model, vocab_size, vocab_size, 0, 0)

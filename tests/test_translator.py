@@ -1,0 +1,55 @@
+import torch
+
+from conftest import tiny_model
+from nmt.search import greedy_search, max_lengths
+from nmt.translator import Translator
+
+
+def make_translator(tiny_config, tokenizer):
+    torch.manual_seed(0)
+    from nmt.model import build_model
+
+    model = build_model(
+        tiny_config.model,
+        tokenizer.src.size,
+        tokenizer.tgt.size,
+        tokenizer.src.pad_id,
+        tokenizer.tgt.pad_id,
+    )
+    return Translator(model, tokenizer, tiny_config.decode)
+
+
+def test_one_line_out_per_line_in_with_blank_lines_kept(tiny_config, tokenizer):
+    translator = make_translator(tiny_config, tokenizer)
+    lines = ["the dog sees the cat.", "", "   ", "a very small bird has slept because we sleep."]
+    results = translator.translate(lines, batch_size=2)
+    assert len(results) == 4
+    assert results[1].text == "" and results[2].text == ""
+
+
+def test_order_is_restored_after_length_sorting(tiny_config, tokenizer):
+    translator = make_translator(tiny_config, tokenizer)
+    lines = [
+        "the big dog has seen the small cat because she sleeps.",
+        "the dog.",
+        "we know that the cat sleeps.",
+        "a bird.",
+    ]
+    together = [t.text for t in translator.translate(lines, batch_size=2)]
+    alone = [translator.translate([line])[0].text for line in lines]
+    assert together == alone
+
+
+def test_greedy_respects_length_limits(tiny_config):
+    model = tiny_model(tiny_config).eval()
+    src = torch.randint(4, 50, (3, 6))
+    lengths = torch.tensor([6, 6, 6])
+    limits = torch.tensor([1, 3, 5])
+    hypotheses = greedy_search(model, src, lengths, bos_id=2, eos_id=3, limits=limits)
+    for hypothesis, limit in zip(hypotheses, limits.tolist(), strict=True):
+        assert len(hypothesis.tokens) <= limit
+        assert hypothesis.attention.shape[1] == 6
+
+
+def test_max_lengths_scale_with_source():
+    assert max_lengths(torch.tensor([1, 10]), 1.5, 2).tolist() == [4, 17]
