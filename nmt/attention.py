@@ -5,6 +5,9 @@ returns a `Memory` (for additive attention the U·h_j projection, so it is not r
 at every target step); `forward(query, memory)` returns the context and the weights. The
 prepared memory travels with the decoder state, so beam search can reorder it and no
 per-sentence state lives on the module.
+
+Weights always come per head, [B, T, H, S], with H = 1 for single-head variants: one layout
+for every variant, so plots and alignments never ask which kind produced them.
 """
 
 from __future__ import annotations
@@ -48,11 +51,11 @@ class AdditiveAttention(nn.Module):
         return Memory(self.key_proj(states), states, mask)  # keys [B, S, A]
 
     def forward(self, query: torch.Tensor, memory: Memory) -> tuple[torch.Tensor, torch.Tensor]:
-        """query [B, T, Q] -> context [B, T, V], weights [B, T, S]."""
+        """query [B, T, Q] -> context [B, T, V], weights [B, T, 1, S]."""
         hidden = torch.tanh(self.query_proj(query)[:, :, None, :] + memory.keys[:, None, :, :])
         scores = self.energy(hidden).squeeze(-1)  # [B, T, S]
         weights = masked_softmax(scores, memory.mask)
-        return weights @ memory.values, weights
+        return weights @ memory.values, weights[:, :, None, :]
 
 
 AttentionFactory = Callable[[AttentionConfig, int, int], nn.Module]

@@ -62,7 +62,7 @@ class RNNSearchDecoder(nn.Module):
     def forward(
         self, state: DecoderState, tgt_in: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Teacher forcing. tgt_in [B, T] -> logits [B, T, V], attention weights [B, T, S]."""
+        """Teacher forcing. tgt_in [B, T] -> logits [B, T, V], attention weights [B, T, H, S]."""
         embedded = self.dropout(self.embed(tgt_in))  # [B, T, E]
         embedding_gates = self.embedding_gates(embedded)  # [B, T, 3H]
         hiddens, contexts, weights = [], [], []
@@ -78,7 +78,7 @@ class RNNSearchDecoder(nn.Module):
     def step(
         self, state: DecoderState, prev_tokens: torch.Tensor
     ) -> tuple[torch.Tensor, DecoderState, torch.Tensor]:
-        """One target step. prev_tokens [B] -> logits [B, V], next state, weights [B, S]."""
+        """One target step. prev_tokens [B] -> logits [B, V], next state, weights [B, H, S]."""
         embedded = self.dropout(self.embed(prev_tokens))  # [B, E]
         hidden, context, weights = self._advance(
             state.hidden, state.memory, self.embedding_gates(embedded)
@@ -90,7 +90,7 @@ class RNNSearchDecoder(nn.Module):
         self, hidden: torch.Tensor, memory: Memory, embedding_gates: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Attend with s_{i-1}, then s_i = GRU([E y_{i-1}; c_i], s_{i-1}). All [B, ·]."""
-        context, weights = self.attention(hidden[:, None, :], memory)  # [B, 1, C], [B, 1, S]
+        context, weights = self.attention(hidden[:, None, :], memory)  # [B, 1, C], [B, 1, H, S]
         context, weights = context[:, 0], weights[:, 0]
         x_r, x_z, x_n = (embedding_gates + self.context_gates(context)).chunk(3, dim=-1)
         h_r, h_z, h_n = self.hidden_gates(hidden).chunk(3, dim=-1)

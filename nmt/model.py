@@ -26,13 +26,13 @@ class Seq2Seq(nn.Module):
     def step(
         self, state: DecoderState, prev_tokens: torch.Tensor
     ) -> tuple[torch.Tensor, DecoderState, torch.Tensor]:
-        """prev_tokens [B] -> logits [B, V], next state, attention weights [B, S]."""
+        """prev_tokens [B] -> logits [B, V], next state, attention weights [B, H, S]."""
         return self.decoder.step(state, prev_tokens)
 
     def forward(
         self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Teacher-forced logits [B, T, V] and attention weights [B, T, S]."""
+        """Teacher-forced logits [B, T, V] and attention weights [B, T, H, S]."""
         return self.decoder(self.init_state(self.encode(src, src_lengths)), tgt_in)
 
 

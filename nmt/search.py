@@ -13,7 +13,7 @@ from nmt.model import Seq2Seq
 class Hypothesis:
     tokens: list[int]  # without bos and eos
     score: float  # sum of token log-probabilities, eos included when produced
-    attention: torch.Tensor  # [len(tokens) + 1 or len(tokens), S_real]
+    attention: torch.Tensor  # [steps, H, S_real]: one row per output token, eos included
 
 
 def max_lengths(src_lengths: torch.Tensor, ratio: float, extra: int) -> torch.Tensor:
@@ -66,7 +66,7 @@ def _hypotheses(
     eos_id: int,
     limits: torch.Tensor,
 ) -> list[Hypothesis]:
-    """tokens/scores [B, T], weights [B, T, S] -> one Hypothesis per row, cut at eos."""
+    """tokens/scores [B, T], weights [B, T, H, S] -> one Hypothesis per row, cut at eos."""
     result = []
     for row, limit, length in zip(
         tokens.tolist(), limits.tolist(), src_lengths.tolist(), strict=True
@@ -76,7 +76,9 @@ def _hypotheses(
         index = len(result)
         result.append(
             Hypothesis(
-                row[:end], float(scores[index, :steps].sum()), weights[index, :steps, :length].cpu()
+                row[:end],
+                float(scores[index, :steps].sum()),
+                weights[index, :steps, :, :length].cpu(),
             )
         )
     return result

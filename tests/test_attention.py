@@ -22,9 +22,9 @@ def test_additive_weights_sum_to_one_and_vanish_on_padding():
     attention = AdditiveAttention(query_dim=4, memory_dim=6, attn_dim=5)
     states, mask, memory = memory_batch(attention)
     context, weights = attention(torch.randn(3, 2, 4), memory)
-    assert context.shape == (3, 2, 6) and weights.shape == (3, 2, 5)
-    assert torch.allclose(weights.sum(-1), torch.ones(3, 2))
-    assert (weights.masked_select(~mask[:, None, :].expand_as(weights)) == 0).all()
+    assert context.shape == (3, 2, 6) and weights.shape == (3, 2, 1, 5)
+    assert torch.allclose(weights.sum(-1), torch.ones(3, 2, 1))
+    assert (weights.masked_select(~mask[:, None, None, :].expand_as(weights)) == 0).all()
 
 
 def test_additive_scores_equal_a_naive_loop():
@@ -39,7 +39,7 @@ def test_additive_scores_equal_a_naive_loop():
             [v @ torch.tanh(W @ query[b, 0] + U(states[b, j])) for j in range(real)]
         )
         expected = scores.softmax(0)
-        assert torch.allclose(weights[b, 0, :real], expected, atol=1e-6)
+        assert torch.allclose(weights[b, 0, 0, :real], expected, atol=1e-6)
         assert torch.allclose(context[b, 0], expected @ states[b, :real], atol=1e-6)
 
 

@@ -16,8 +16,8 @@ def test_shapes(tiny_config):
     src, lengths = batch([5, 3])
     tgt_in, _ = batch([4, 2], seed=2)
     logits, weights = model(src, lengths, tgt_in)
-    assert logits.shape == (2, 4, 50) and weights.shape == (2, 4, 5)
-    assert (weights[1, :, 3:] == 0).all()
+    assert logits.shape == (2, 4, 50) and weights.shape == (2, 4, 1, 5)
+    assert (weights[1, ..., 3:] == 0).all()
 
 
 def test_outputs_do_not_depend_on_other_sentences_in_the_batch(tiny_config):

@@ -48,7 +48,7 @@ def test_greedy_respects_length_limits(tiny_config):
     hypotheses = greedy_search(model, src, lengths, bos_id=2, eos_id=3, limits=limits)
     for hypothesis, limit in zip(hypotheses, limits.tolist(), strict=True):
         assert len(hypothesis.tokens) <= limit
-        assert hypothesis.attention.shape[1] == 6
+        assert hypothesis.attention.shape[1:] == (1, 6)
 
 
 def test_max_lengths_scale_with_source():
