@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -26,7 +27,7 @@ app = typer.Typer(
 
 ConfigOption = Annotated[Path, typer.Option("--config", "-c", help="Experiment YAML file.")]
 SetOption = Annotated[
-    Optional[list[str]],  # noqa: UP045 - typer needs typing.Optional on Python 3.10
+    list[str] | None,
     typer.Option(
         "--set", help="Override a config key, e.g. --set train.max_steps=500 (repeatable)."
     ),
@@ -54,9 +55,7 @@ def train(
     set_: SetOption = None,
     run_dir: Annotated[
         Path | None,
-        typer.Option(  # noqa: UP045
-            help="Where checkpoints and logs go (default: runs/<config name>)."
-        ),
+        typer.Option(help="Where checkpoints and logs go (default: runs/<config name>)."),
     ] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace a run already in --run-dir.")] = False,
 ) -> None:
@@ -86,21 +85,15 @@ def translate(
     checkpoint: CheckpointOption,
     input: Annotated[
         Path | None,
-        typer.Option(  # noqa: UP045
-            "--input", "-i", help="Source text, one sentence a line (default: stdin)."
-        ),
+        typer.Option("--input", "-i", help="Source text, one sentence a line (default: stdin)."),
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option(  # noqa: UP045
-            "--output", "-o", help="Where translations go (default: stdout)."
-        ),
+        typer.Option("--output", "-o", help="Where translations go (default: stdout)."),
     ] = None,
     batch_size: Annotated[
         int | None,
-        typer.Option(  # noqa: UP045
-            min=1, help="Sentences per batch (default: decode.batch_size)."
-        ),
+        typer.Option(min=1, help="Sentences per batch (default: decode.batch_size)."),
     ] = None,
 ) -> None:
     """Translate text with a checkpoint: one output line per input line, in input order.
@@ -127,30 +120,48 @@ def translate(
 @app.command(name="eval")
 def evaluate(
     checkpoint: Annotated[
-        Path | None,
-        typer.Option(  # noqa: UP045
-            help="Translate a split with this checkpoint and score it."
+        list[Path] | None,
+        typer.Option(
+            help="Translate the split with this checkpoint and score it; repeat to compare systems "
+            "(paired bootstrap p-values against the first)."
         ),
     ] = None,
     split: Annotated[
         str, typer.Option(help="Which split to score: train, valid or test.")
     ] = "test",
-    hyp: Annotated[Optional[Path], typer.Option(help="Hypothesis file to score.")] = None,  # noqa: UP045
-    ref: Annotated[Optional[Path], typer.Option(help="Reference file for --hyp.")] = None,  # noqa: UP045
+    hyp: Annotated[Path | None, typer.Option(help="Hypothesis file to score.")] = None,
+    ref: Annotated[Path | None, typer.Option(help="Reference file for --hyp.")] = None,
     set_: SetOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Score translations with sacrebleu (BLEU, chrF and their signatures).
 
     Examples: nmt eval --checkpoint runs/demo/best.pt --split test
+              nmt eval --checkpoint runs/a/best.pt --checkpoint runs/b/best.pt
               nmt eval --hyp output.txt --ref reference.txt --json
     """
 
     def action() -> None:
-        from nmt.evaluate import score
+        from nmt import evaluate as scoring
 
-        if checkpoint is not None:
-            hypotheses, references = _translate_split(checkpoint, split, set_ or [])
+        if checkpoint and len(checkpoint) > 1:
+            translated = [scoring.translate_split(c, split, set_ or []) for c in checkpoint]
+            references = translated[0][1]
+            if any(refs != references for _, refs in translated):
+                raise UserError(
+                    "the checkpoints' configs name different corpora for the "
+                    f"{split} split; compare systems on the same references."
+                )
+            systems = [(str(c), hyps) for c, (hyps, _) in zip(checkpoint, translated, strict=True)]
+            rows, signatures = scoring.compare(systems, references)
+            typer.echo(
+                json.dumps({"systems": [asdict(r) for r in rows], "signatures": signatures})
+                if as_json
+                else scoring.format_table(rows, signatures)
+            )
+            return
+        if checkpoint:
+            hypotheses, references = scoring.translate_split(checkpoint[0], split, set_ or [])
         elif hyp is not None and ref is not None:
             from nmt.data import read_lines
 
@@ -162,32 +173,10 @@ def evaluate(
                 )
         else:
             raise UserError("nmt eval needs --checkpoint, or both --hyp and --ref.")
-        scores = score(hypotheses, references)
+        scores = scoring.score(hypotheses, references)
         typer.echo(json.dumps(scores.as_dict()) if as_json else scores.summary())
 
     _guarded(action)
-
-
-def _translate_split(
-    checkpoint: Path, split: str, overrides: list[str]
-) -> tuple[list[str], list[str]]:
-    from nmt.checkpoint import load_checkpoint, restore_model
-    from nmt.config import apply_override, config_from_dict, parse_override
-    from nmt.data import ROLES, load_split
-    from nmt.translator import Translator
-
-    if split not in ROLES:
-        raise UserError(f"--split must be one of {', '.join(ROLES)}, got '{split}'.")
-    payload = load_checkpoint(checkpoint)
-    model, tokenizer, config = restore_model(payload, checkpoint)
-    if overrides:
-        raw = payload["config"]
-        for override in overrides:
-            apply_override(raw, *parse_override(override))
-        config = config_from_dict(raw)
-    text = load_split(config.data, split)
-    translations = Translator(model, tokenizer, config.decode).translate(text.src)
-    return [t.text for t in translations], text.tgt
 
 
 def _stdin_lines() -> list[str]:

@@ -81,25 +81,59 @@ class TokenizerConfig:
 
 @dataclass(frozen=True)
 class EncoderConfig:
-    type: Literal["birnn"] = "birnn"
+    """`layers`: RNN layers for birnn; self-attention layers for the two self-attention types
+    (birnn_self_attention has one BiRNN layer under them). `heads`, `ff_dim`: self-attention."""
+
+    type: Literal["birnn", "self_attention", "birnn_self_attention"] = "birnn"
     rnn: Literal["gru", "lstm"] = "gru"
     emb_dim: int = 256
     hidden_dim: int = 256
     layers: int = 1
+    heads: int = 4
+    ff_dim: int = 1024
     dropout: float = 0.2
 
     def __post_init__(self) -> None:
-        _positive(self, "emb_dim", "hidden_dim", "layers")
+        _positive(self, "emb_dim", "hidden_dim", "layers", "heads", "ff_dim")
         _probability(self, "dropout")
+        if self.type != "birnn":
+            _require(
+                self.output_dim % self.heads == 0,
+                "heads",
+                f"must divide the self-attention size {self.output_dim}, got {self.heads}",
+            )
+
+    @property
+    def output_dim(self) -> int:
+        """Size of the annotations h_j."""
+        return self.emb_dim if self.type == "self_attention" else 2 * self.hidden_dim
 
 
 @dataclass(frozen=True)
 class AttentionConfig:
-    type: Literal["additive"] = "additive"
+    """Decoder attention. `attn_dim`: hidden size of the additive scorer, or the multi-head size
+    (split over `heads`). `kv`: keys and values both the encoder states (shared) or distinct
+    learned projections of them (separate). `window`: local-p attention width D (null: global).
+    """
+
+    type: Literal["additive", "dot", "general", "multihead"] = "additive"
     attn_dim: int = 512
+    heads: int = 4
+    scaled: bool = False
+    kv: Literal["shared", "separate"] = "shared"
+    dropout: float = 0.0
+    window: int | None = None
 
     def __post_init__(self) -> None:
-        _positive(self, "attn_dim")
+        _positive(self, "attn_dim", "heads")
+        _probability(self, "dropout")
+        _require(self.window is None or self.window > 0, "window", "must be positive or null")
+        if self.type == "multihead":
+            _require(
+                self.attn_dim % self.heads == 0,
+                "heads",
+                f"must divide attn_dim {self.attn_dim}, got {self.heads}",
+            )
 
 
 @dataclass(frozen=True)
@@ -126,6 +160,16 @@ class ModelConfig:
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
     decoder: DecoderConfig = field(default_factory=DecoderConfig)
     attention: AttentionConfig = field(default_factory=AttentionConfig)
+
+    def __post_init__(self) -> None:
+        query, memory = self.decoder.hidden_dim, self.encoder.output_dim
+        if self.attention.type == "dot" and self.attention.kv == "shared":
+            _require(
+                query == memory,
+                "attention.type",
+                f"dot scores with shared keys need decoder.hidden_dim ({query}) equal to the "
+                f"encoder state size ({memory}); use kv: separate or type: general",
+            )
 
 
 @dataclass(frozen=True)

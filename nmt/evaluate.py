@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from nmt.errors import UserError
+
+logging.getLogger("sacrebleu").setLevel(logging.ERROR)  # its tokenization hints are noise here
 
 
 @dataclass
@@ -36,3 +42,82 @@ def score(hypotheses: Sequence[str], references: Sequence[str]) -> Scores:
         bleu_signature=str(bleu.get_signature()),
         chrf_signature=str(chrf.get_signature()),
     )
+
+
+def translate_split(
+    checkpoint: Path, split: str, overrides: Sequence[str] = ()
+) -> tuple[list[str], list[str]]:
+    """Greedy translations of a split named by role (train/valid/test), and its references.
+
+    `overrides` (`data.path=DIR`, ...) amend the checkpoint's own config, e.g. when the
+    corpus has moved since training.
+    """
+    from nmt.checkpoint import load_checkpoint, restore_model
+    from nmt.config import apply_override, config_from_dict, parse_override
+    from nmt.data import ROLES, load_split
+    from nmt.translator import Translator
+
+    if split not in ROLES:
+        raise UserError(f"--split must be one of {', '.join(ROLES)}, got '{split}'.")
+    payload = load_checkpoint(checkpoint)
+    model, tokenizer, config = restore_model(payload, checkpoint)
+    raw = payload["config"]
+    for override in overrides:
+        apply_override(raw, *parse_override(override))
+    config = config_from_dict(raw)
+    if getattr(config.data.splits, split) is None:
+        raise UserError(f"{checkpoint}: its config names no {split} split (data.splits.{split}).")
+    text = load_split(config.data, split)
+    translations = Translator(model, tokenizer, config.decode).translate(text.src)
+    return [t.text for t in translations], text.tgt
+
+
+@dataclass
+class SystemRow:
+    name: str
+    bleu: float
+    chrf: float
+    bleu_p: float | None  # paired bootstrap p-value against the first system
+    chrf_p: float | None
+
+
+def compare(
+    systems: Sequence[tuple[str, Sequence[str]]], references: Sequence[str], samples: int = 1000
+) -> tuple[list[SystemRow], dict[str, str]]:
+    """Scores every system and tests each against the first with sacrebleu's paired bootstrap
+    resampling; returns the rows and the metrics' signatures."""
+    from sacrebleu.metrics import BLEU, CHRF
+    from sacrebleu.significance import PairedTest
+
+    metrics = {
+        "BLEU": BLEU(references=[list(references)]),
+        "chrF": CHRF(references=[list(references)]),
+    }
+    test = PairedTest(
+        [(name, list(h)) for name, h in systems],
+        metrics,
+        references=None,
+        test_type="bs",
+        n_samples=samples,
+    )
+    signatures, results = test()
+    bleu, chrf = results["BLEU"], results[next(k for k in results if k.startswith("chrF"))]
+    rows = [
+        SystemRow(name, float(f"{b.score:.1f}"), float(f"{c.score:.1f}"), b.p_value, c.p_value)
+        for (name, _), b, c in zip(systems, bleu, chrf, strict=True)
+    ]
+    return rows, {name: str(signature) for name, signature in signatures.items()}
+
+
+def format_table(rows: Sequence[SystemRow], signatures: dict[str, str]) -> str:
+    width = max(len(row.name) for row in rows)
+    lines = [f"{'system':<{width}}   BLEU  p(BLEU)   chrF  p(chrF)"]
+    for row in rows:
+        p_bleu = "-" if row.bleu_p is None else f"{row.bleu_p:.4f}"
+        p_chrf = "-" if row.chrf_p is None else f"{row.chrf_p:.4f}"
+        lines.append(
+            f"{row.name:<{width}}  {row.bleu:5.1f}  {p_bleu:>7}  {row.chrf:5.1f}  {p_chrf:>7}"
+        )
+    lines.append("p: paired bootstrap resampling against the first system (sacrebleu)")
+    lines.extend(f"{name}: {signature}" for name, signature in signatures.items())
+    return "\n".join(lines)

@@ -50,7 +50,7 @@ def build_model(
 
 
 def _initialise(model: nn.Module) -> None:
-    """Xavier for matrices, zero biases, small embeddings, orthogonal recurrent weights."""
+    """Xavier matrices, zero biases, small embeddings, orthogonal recurrences; norms keep 1."""
     for name, parameter in model.named_parameters():
         if "embed" in name:
             nn.init.normal_(parameter, std=parameter.size(-1) ** -0.5)
@@ -59,7 +59,7 @@ def _initialise(model: nn.Module) -> None:
                 nn.init.orthogonal_(gate)
         elif parameter.dim() >= 2:
             nn.init.xavier_uniform_(parameter)
-        else:
+        elif name.endswith("bias"):
             nn.init.zeros_(parameter)
     for module in model.modules():
         if isinstance(module, nn.Embedding) and module.padding_idx is not None:

@@ -103,3 +103,58 @@ def test_help_is_fast_and_shows_examples():
     assert result.returncode == 0 and time.monotonic() - started < 5
     for command in ("train", "translate", "eval"):
         assert "Example" in nmt(command, "--help").stdout
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        ["model.attention.type=dot", "model.attention.kv=separate", "model.attention.scaled=true"],
+        ["model.attention.type=general", "model.attention.window=3"],
+        ["model.attention.type=multihead", "model.attention.heads=2", "model.attention.kv=shared"],
+        ["model.attention.kv=separate"],
+        ["model.encoder.type=self_attention", "model.encoder.heads=2", "model.encoder.ff_dim=32"],
+        [
+            "model.encoder.type=birnn_self_attention",
+            "model.encoder.heads=2",
+            "model.encoder.ff_dim=32",
+        ],
+    ],
+    ids=["dot", "general-local", "multihead", "keyvalue", "selfattn", "birnn-selfattn"],
+)
+def test_each_variant_trains_through_the_cli(tmp_path, corpus_dir, model):
+    from typer.testing import CliRunner
+
+    from nmt.cli import app
+
+    overrides = [
+        f"data.path={corpus_dir}",
+        "data.demo=false",
+        *TINY_OVERRIDES,
+        "train.max_steps=3",
+        *model,
+    ]
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "--config",
+            str(ROOT / "configs/demo.yaml"),
+            "--run-dir",
+            str(tmp_path),
+            *[a for o in overrides for a in ("--set", o)],
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "best.pt").is_file()
+
+
+def test_eval_compares_checkpoints_with_bootstrap_p_values(run_dir):
+    best = run_dir / "best.pt"
+    result = nmt("eval", "--checkpoint", best, "--checkpoint", run_dir / "last.pt", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    first, second = report["systems"]
+    assert first["bleu_p"] is None and 0 <= second["bleu_p"] <= 1
+    assert "bs:1000" in report["signatures"]["BLEU"]
+    table = nmt("eval", "--checkpoint", best, "--checkpoint", best)
+    assert "p(BLEU)" in table.stdout and str(best) in table.stdout

@@ -1,8 +1,34 @@
+import dataclasses
+
+import pytest
 import torch
 
 from conftest import tiny_model
 from nmt.data import pad
 from nmt.loss import token_loss
+
+VARIANTS = {  # (encoder type, attention settings)
+    "rnnsearch": ("birnn", dict(type="additive")),
+    "keyvalue": ("birnn", dict(type="additive", kv="separate")),
+    "dot": ("birnn", dict(type="dot", kv="separate", scaled=True)),
+    "general": ("birnn", dict(type="general")),
+    "multihead": ("birnn", dict(type="multihead", heads=2)),
+    "local": ("birnn", dict(type="general", window=4)),
+    "selfattn": ("self_attention", dict(type="additive")),
+    "birnn_selfattn": ("birnn_self_attention", dict(type="multihead", heads=2, kv="separate")),
+}
+
+
+@pytest.fixture(params=list(VARIANTS))
+def variant_config(request, tiny_config):
+    encoder_type, attention = VARIANTS[request.param]
+    model = tiny_config.model
+    model = dataclasses.replace(
+        model,
+        encoder=dataclasses.replace(model.encoder, type=encoder_type, heads=2, ff_dim=32),
+        attention=dataclasses.replace(model.attention, **attention),
+    )
+    return dataclasses.replace(tiny_config, model=model)
 
 
 def batch(lengths, vocab=50, seed=1):
@@ -20,8 +46,8 @@ def test_shapes(tiny_config):
     assert (weights[1, ..., 3:] == 0).all()
 
 
-def test_outputs_do_not_depend_on_other_sentences_in_the_batch(tiny_config):
-    model = tiny_model(tiny_config).eval()
+def test_outputs_do_not_depend_on_other_sentences_in_the_batch(variant_config):
+    model = tiny_model(variant_config).eval()
     src, lengths = batch([4, 9, 6])
     tgt_in, _ = batch([3, 7, 5], seed=2)
     logits, _ = model(src, lengths, tgt_in)
@@ -29,8 +55,8 @@ def test_outputs_do_not_depend_on_other_sentences_in_the_batch(tiny_config):
     assert torch.allclose(logits[0, :3], alone[0], atol=1e-5)
 
 
-def test_step_by_step_decoding_equals_teacher_forcing(tiny_config):
-    model = tiny_model(tiny_config).eval()
+def test_step_by_step_decoding_equals_teacher_forcing(variant_config):
+    model = tiny_model(variant_config).eval()
     src, lengths = batch([6, 4])
     tgt_in, _ = batch([5, 5], seed=3)
     forced, forced_weights = model(src, lengths, tgt_in)
@@ -41,8 +67,8 @@ def test_step_by_step_decoding_equals_teacher_forcing(tiny_config):
         assert torch.allclose(weights, forced_weights[:, t], atol=1e-6)
 
 
-def test_state_select_reorders_rows(tiny_config):
-    model = tiny_model(tiny_config).eval()
+def test_state_select_reorders_rows(variant_config):
+    model = tiny_model(variant_config).eval()
     src, lengths = batch([6, 4])
     state = model.init_state(model.encode(src, lengths))
     prev = torch.tensor([5, 7])
@@ -51,8 +77,8 @@ def test_state_select_reorders_rows(tiny_config):
     assert torch.allclose(swapped, logits.flip(0), atol=1e-6)
 
 
-def test_gradients_reach_every_parameter(tiny_config):
-    model = tiny_model(tiny_config)
+def test_gradients_reach_every_parameter(variant_config):
+    model = tiny_model(variant_config)
     src, lengths = batch([5, 3])
     tgt_in, _ = batch([4, 2], seed=2)
     logits, _ = model(src, lengths, tgt_in)
