@@ -1,0 +1,153 @@
+"""Training throughput of a config: target tokens/s, peak RSS and model FLOP utilisation.
+
+Warms up, then times real training steps (the trainer's own `train_step`) on real data and
+prints one JSON line. Utilisation = analytic forward+backward FLOPs per real target token
+× tokens/s ÷ the float32 matmul FLOP/s of this machine, measured here with a large torch.mm.
+
+    python scripts/bench_train.py                                  # Multi30k rnnsearch if present
+    python scripts/bench_train.py --config configs/multi30k_de_en_multihead.yaml --steps 100
+    python scripts/bench_train.py --config configs/demo.yaml --set train.batch_tokens=2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
+
+
+def matmul_flops(size: int = 2048, repeats: int = 10) -> float:
+    """Float32 FLOP/s of a large square torch.mm on this machine (best of `repeats`)."""
+    import torch
+
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    torch.mm(a, b)
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - started)
+    return 2 * size**3 / best
+
+
+def sentence_macs(model, src_len: int, tgt_steps: int, vocab_size: int) -> int:
+    """Multiply-accumulates of one forward pass over one sentence, counted from the config.
+
+    Only matrix products count (as in the usual MFU definition); padding is not counted, so
+    padded work shows up as lower utilisation.
+    """
+    enc, att, dec = model.encoder, model.attention, model.decoder
+    macs = 0
+    memory = enc.output_dim
+    if enc.type in ("birnn", "birnn_self_attention"):
+        gates = 3 if enc.rnn == "gru" else 4
+        rnn_layers = enc.layers if enc.type == "birnn" else 1
+        for layer in range(rnn_layers):
+            inputs = enc.emb_dim if layer == 0 else 2 * enc.hidden_dim
+            macs += 2 * src_len * gates * enc.hidden_dim * (inputs + enc.hidden_dim)
+    if enc.type in ("self_attention", "birnn_self_attention"):
+        per_token = 4 * memory * memory + 2 * src_len * memory + 2 * memory * enc.ff_dim
+        macs += enc.layers * src_len * per_token
+    hidden, emb = dec.hidden_dim, dec.emb_dim
+    final = enc.hidden_dim if enc.type != "self_attention" else memory
+    macs += final * hidden  # s_0
+    keys_dim = {"additive": att.attn_dim, "dot": hidden, "general": hidden,
+                "multihead": att.attn_dim}[att.type]
+    has_key_proj = not (att.type == "dot" and att.kv == "shared")
+    macs += src_len * memory * keys_dim * has_key_proj  # prepared keys
+    value_dim = att.attn_dim if att.type == "multihead" else memory
+    macs += src_len * memory * value_dim * (att.kv == "separate")  # prepared values
+    per_step = {
+        "additive": hidden * att.attn_dim + src_len * att.attn_dim + src_len * memory,
+        "dot": src_len * hidden + src_len * memory,
+        "general": src_len * hidden + src_len * memory,
+        "multihead": hidden * att.attn_dim + 2 * src_len * att.attn_dim + att.attn_dim * memory,
+    }[att.type]
+    if att.window is not None:
+        per_step += hidden * att.attn_dim + att.attn_dim
+    per_step += 3 * hidden * (emb + memory + hidden)  # GRU gates
+    pieces = 2 if dec.output == "maxout" else 1
+    per_step += (hidden + emb + memory) * pieces * dec.out_dim + dec.out_dim * vocab_size
+    return macs + tgt_steps * per_step
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default=str(ROOT / "configs/multi30k_de_en_rnnsearch.yaml"))
+    parser.add_argument("--data", help="corpus directory (default: ../shared/data/multi30k if "
+                        "present, else the demo corpus with configs/demo.yaml)")
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    args = parser.parse_args()
+
+    import torch
+
+    from nmt.config import load_config
+    from nmt.model import build_model
+    from nmt.train import Trainer, prepare_corpus, seed_everything
+
+    config_path, overrides = args.config, list(args.overrides)
+    data = args.data or (str(MULTI30K) if (MULTI30K / "train.de").exists() else None)
+    if data:
+        overrides.insert(0, f"data.path={data}")
+    elif args.config == parser.get_default("config"):
+        config_path = str(ROOT / "configs/demo.yaml")
+    config = load_config(config_path, overrides)
+    torch.set_num_threads(config.train.threads or os.cpu_count() or 1)
+    seed_everything(config.train.seed)
+    corpus = prepare_corpus(config)
+    tokenizer = corpus.tokenizer
+    model = build_model(config.model, tokenizer.src.size, tokenizer.tgt.size,
+                        tokenizer.src.pad_id, tokenizer.tgt.pad_id)
+    with tempfile.TemporaryDirectory() as run_dir:
+        trainer = Trainer(config, Path(run_dir), corpus, model)
+        batches = trainer._batches()
+        for _ in range(args.warmup):
+            trainer.train_step(next(batches))
+        timed = [next(batches) for _ in range(args.steps)]
+        started = time.perf_counter()
+        for batch in timed:
+            trainer.train_step(batch)
+        seconds = time.perf_counter() - started
+        trainer.metrics_file.close()
+
+    tokens = sum(batch.num_tgt_tokens for batch in timed)
+    macs = sum(
+        sentence_macs(config.model, int(length), int(steps), tokenizer.tgt.size)
+        for batch in timed
+        for length, steps in zip(batch.src_lengths, (batch.tgt_out != tokenizer.tgt.pad_id).sum(1),
+                                 strict=True)
+    )
+    flops_per_token = 6 * macs / tokens  # forward 2 FLOPs per MAC, backward twice the forward
+    tokens_per_s = tokens / seconds
+    peak = matmul_flops()
+    padded = sum(batch.tgt_out.numel() for batch in timed)
+    print(json.dumps({
+        "config": Path(config_path).name, "overrides": args.overrides, "data": data or "demo",
+        "steps": args.steps, "threads": torch.get_num_threads(),
+        "tokens_per_s": round(tokens_per_s, 1),
+        "tgt_tokens_per_batch": round(tokens / len(timed), 1),
+        "padded_tgt_tokens_per_batch": round(padded / len(timed), 1),
+        "steps_per_s": round(len(timed) / seconds, 3),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "flops_per_token": round(flops_per_token),
+        "matmul_flops": round(peak),
+        "utilisation": round(flops_per_token * tokens_per_s / peak, 3),
+    }))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
