@@ -75,6 +75,7 @@ def beam_search(
         logits, state, weights = model.step(state, prev)  # weights [B * K, H, S]
         log_probs = logits.float().log_softmax(-1)
         vocab = log_probs.size(-1)
+        # [B, K, V] -> [B, K * V]: every extension of every live hypothesis of a sentence
         candidates = (live[:, :, None] + log_probs.view(batch, beam, vocab)).view(batch, -1)
         top_scores, top_index = candidates.topk(beam, dim=1)  # [B, K], best first
         origin, token = top_index // vocab, top_index % vocab
@@ -90,7 +91,8 @@ def beam_search(
         ends = taken & ((token == eos_id) | (t + 1 >= limits[:, None]))
         _finish(pool, ends, first_row, history, attention, top_scores)
         live = top_scores.masked_fill(~taken | ends, float("-inf"))
-        nth_best = pool.normalised(alpha).view(batch, beam).topk(nbest, dim=1).values[:, -1]
+        finished = pool.normalised(alpha).view(batch, beam)  # [B, K], -inf where empty
+        nth_best = finished.topk(nbest, dim=1).values[:, -1]  # [B]
         reachable = live.amax(1) / length_penalty(limits, alpha)  # [B]
         done = nth_best >= reachable
         live.masked_fill_(done[:, None], float("-inf"))

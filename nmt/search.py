@@ -100,7 +100,8 @@ def step_by_step_search(
         logits, state, weight = model.step(state, prev)
         log_probs = logits.float().log_softmax(-1)  # [rows, V]
         prev = choose(log_probs)
-        scores += log_probs.gather(1, prev[:, None]).squeeze(1).masked_fill(finished, 0.0)
+        picked = log_probs.gather(1, prev[:, None]).squeeze(1)  # [rows]
+        scores += picked.masked_fill(finished, 0.0)
         tokens.append(prev)
         weights.append(weight)
         finished |= (prev == eos_id) | (t + 1 >= limits)

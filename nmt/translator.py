@@ -44,9 +44,8 @@ class Translator:
         self.tokenizer = tokenizer
         self.decode = decode
         self.device = device or next(model.parameters()).device
-        self.generator = torch.Generator(device=self.device).manual_seed(
-            decode.seed
-        )  # for sampling
+        # Every draw comes from this one generator: the same seed, input and batches repeat them.
+        self.generator = torch.Generator(device=self.device).manual_seed(decode.seed)
 
     def translate(self, lines: Sequence[str], batch_size: int | None = None) -> list[Translation]:
         """Translates every line; a blank line gives a blank translation, in input order."""
@@ -59,6 +58,7 @@ class Translator:
             for index, hypotheses in zip(
                 chunk, self._search([src_ids[i] for i in chunk]), strict=True
             ):
+                # beam search ranks its n-best already; samples come in the order drawn
                 hypotheses.sort(key=lambda h: h.normalised_score(self.decode.alpha), reverse=True)
                 texts = [self.tokenizer.tgt.decode(h.tokens) for h in hypotheses]
                 results[index] = Translation(src_ids[index], hypotheses, texts)
