@@ -6,12 +6,13 @@ Heavy libraries (torch, datasets, sacrebleu) are imported inside the commands, s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import typer
 
@@ -31,9 +32,6 @@ SetOption = Annotated[
     typer.Option(
         "--set", help="Override a config key, e.g. --set train.max_steps=500 (repeatable)."
     ),
-]
-CheckpointOption = Annotated[
-    Path, typer.Option("--checkpoint", help="A .pt file written by nmt train.")
 ]
 
 
@@ -82,10 +80,20 @@ def train(
 
 @app.command()
 def translate(
-    checkpoint: CheckpointOption,
+    checkpoint: Annotated[
+        list[Path],
+        typer.Option(
+            help="A .pt file written by nmt train; repeat it to translate with an ensemble."
+        ),
+    ],
     input: Annotated[
         Path | None,
-        typer.Option("--input", "-i", help="Source text, one sentence a line (default: stdin)."),
+        typer.Option(
+            "--input",
+            "-i",
+            help="Source text, one sentence a line, translated in batches "
+            "(default: stdin, translated line by line as it arrives).",
+        ),
     ] = None,
     output: Annotated[
         Path | None,
@@ -95,24 +103,74 @@ def translate(
         int | None,
         typer.Option(min=1, help="Sentences per batch (default: decode.batch_size)."),
     ] = None,
+    beam: Annotated[int | None, typer.Option(help="Beam size; 1 is greedy search.")] = None,
+    alpha: Annotated[
+        float | None,
+        typer.Option(help="Length penalty exponent: rank by score / ((5 + length) / 6) ** alpha."),
+    ] = None,
+    nbest: Annotated[
+        int | None,
+        typer.Option(help="Write N lines per input: 'INDEX ||| translation ||| score'."),
+    ] = None,
+    sample: Annotated[
+        bool | None,
+        typer.Option("--sample/--no-sample", help="Draw translations at random (nbest: draws)."),
+    ] = None,
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
+    top_k: Annotated[
+        int | None,
+        typer.Option(help="Sample from the K most likely tokens (0: all)."),
+    ] = None,
+    top_p: Annotated[
+        float | None,
+        typer.Option(help="Sample from the most likely tokens holding this probability mass."),
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Seed of the sampling.")] = None,
+    alignments: Annotated[
+        bool, typer.Option(help="Append ' ||| ' and word alignments 'i-j' (source-target).")
+    ] = False,
+    attention_plots: Annotated[
+        Path | None,
+        typer.Option(help="Write an attention heatmap per input line here, DIR/INDEX.png."),
+    ] = None,
 ) -> None:
     """Translate text with a checkpoint: one output line per input line, in input order.
 
-    Example: echo "ein Hund läuft ." | nmt translate --checkpoint runs/demo/best.pt
+    Unset options come from the checkpoint's decode section.
+
+    Example: echo "ein Hund läuft ." | nmt translate --checkpoint runs/demo/best.pt --beam 5
     """
 
     def action() -> None:
         from nmt.data import read_lines
+        from nmt.output import write_translations
+        from nmt.streaming import line_batches
         from nmt.translator import load_translator
 
         _check_output_dir(output)
-        lines = read_lines(input) if input else _stdin_lines()
-        translator, _ = load_translator(checkpoint)
-        text = "".join(t.text + "\n" for t in translator.translate(lines, batch_size))
-        if output:
-            output.write_text(text, encoding="utf-8")
-        else:
-            sys.stdout.write(text)
+        batches = [read_lines(input)] if input else None
+        settings = dict(
+            batch_size=batch_size,
+            beam=beam,
+            alpha=alpha,
+            nbest=nbest,
+            sample=sample,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            seed=seed,
+        )
+        translator, _ = load_translator(
+            checkpoint, **{key: value for key, value in settings.items() if value is not None}
+        )
+        with _output_stream(output) as sink:
+            write_translations(
+                translator,
+                batches or line_batches(sys.stdin.buffer),
+                sink,
+                alignments=alignments,
+                plot_dir=attention_plots,
+            )
 
     _guarded(action)
 
@@ -179,13 +237,13 @@ def evaluate(
     _guarded(action)
 
 
-def _stdin_lines() -> list[str]:
-    data = sys.stdin.buffer.read()
-    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
+@contextlib.contextmanager
+def _output_stream(output: Path | None) -> Iterator[TextIO]:
+    if output is None:
+        yield sys.stdout
+    else:
+        with output.open("w", encoding="utf-8") as handle:
+            yield handle
 
 
 def _check_output_dir(output: Path | None) -> None:

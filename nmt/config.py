@@ -202,14 +202,36 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class DecodeConfig:
+    """Defaults of `nmt translate` and `nmt eval`; validation during training is greedy."""
+
     batch_size: int = 64
     max_len_ratio: float = 2.0
     max_len_extra: int = 10
+    beam: int = 5
+    alpha: float = 0.6  # length penalty ((5 + len) / 6) ** alpha; 0: rank by raw score
+    nbest: int = 1  # hypotheses per input (samples per input with sample: true)
+    sample: bool = False
+    temperature: float = 1.0
+    top_k: int = 0  # 0: no limit
+    top_p: float = 1.0
+    seed: int = 0
 
     def __post_init__(self) -> None:
-        _positive(self, "batch_size")
+        _positive(self, "batch_size", "beam", "nbest", "temperature")
         _require(self.max_len_ratio > 0, "max_len_ratio", "must be positive")
         _require(self.max_len_extra >= 0, "max_len_extra", "must be >= 0")
+        _require(self.alpha >= 0, "alpha", f"must be >= 0, got {self.alpha}")
+        _require(
+            self.sample or self.nbest <= self.beam,
+            "nbest",
+            f"must be <= beam ({self.beam}) unless sampling, got {self.nbest}",
+        )
+        _require(self.top_k >= 0, "top_k", f"must be >= 0 (0: no limit), got {self.top_k}")
+        _require(0 < self.top_p <= 1, "top_p", f"must be in (0, 1], got {self.top_p}")
+
+    def greedy(self) -> DecodeConfig:
+        """These settings with beam search and sampling off, e.g. for fast validation."""
+        return dataclasses.replace(self, beam=1, nbest=1, sample=False)
 
 
 @dataclass(frozen=True)

@@ -151,7 +151,7 @@ class Trainer:
         valid = self.corpus.valid
         limit = self.config.train.valid_max_sentences
         src, refs = valid.src[:limit], valid.tgt[:limit]
-        translator = Translator(self.model, self.corpus.tokenizer, self.config.decode)
+        translator = Translator(self.model, self.corpus.tokenizer, self.config.decode.greedy())
         hypotheses = [t.text for t in translator.translate(src)]
         scores = score(hypotheses, refs)
         valid_loss = self._valid_loss(src, refs)
@@ -191,7 +191,7 @@ class Trainer:
         return total / max(tokens, 1)
 
     def test(self) -> dict:
-        """Scores the best checkpoint's greedy translations of the test split."""
+        """Scores the best checkpoint's translations of the test split (decode settings)."""
         if self.corpus.test is None:
             return {}
         from nmt.translator import load_translator
@@ -209,9 +209,7 @@ class Trainer:
                 "test_chrf_signature": scores.chrf_signature,
             }
         )
-        log.info(
-            "test (%s, best checkpoint, greedy):\n%s", self.corpus.test.origin, scores.summary()
-        )
+        log.info("test (%s, best checkpoint):\n%s", self.corpus.test.origin, scores.summary())
         return scores.as_dict()
 
     def _save(self, name: str, metrics: dict) -> None:

@@ -2,31 +2,40 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
+from nmt.beam import beam_search
 from nmt.checkpoint import load_checkpoint, restore_model
-from nmt.config import DecodeConfig, Experiment
+from nmt.config import ConfigError, DecodeConfig, Experiment
 from nmt.data import pad
-from nmt.model import Seq2Seq
+from nmt.ensemble import Ensemble
+from nmt.errors import UserError
+from nmt.sampling import sample_search
 from nmt.search import Hypothesis, greedy_search, max_lengths
 from nmt.tokenizer import Tokenizer
 
 
 @dataclass
 class Translation:
-    text: str
-    hypothesis: Hypothesis | None  # None for a blank input line
     src_ids: list[int]
+    hypotheses: list[Hypothesis]  # best first (decode.nbest of them); empty for a blank line
+    texts: list[str]  # detokenized, one per hypothesis
+
+    @property
+    def text(self) -> str:
+        return self.texts[0] if self.texts else ""
 
 
 class Translator:
     def __init__(
         self,
-        model: Seq2Seq,
+        model: torch.nn.Module,  # a SearchModel: Seq2Seq or Ensemble
         tokenizer: Tokenizer,
         decode: DecodeConfig,
         device: torch.device | None = None,
@@ -35,33 +44,70 @@ class Translator:
         self.tokenizer = tokenizer
         self.decode = decode
         self.device = device or next(model.parameters()).device
+        # Every draw comes from this one generator: the same seed, input and batches repeat them.
+        self.generator = torch.Generator(device=self.device).manual_seed(decode.seed)
 
     def translate(self, lines: Sequence[str], batch_size: int | None = None) -> list[Translation]:
         """Translates every line; a blank line gives a blank translation, in input order."""
         batch_size = batch_size or self.decode.batch_size
         src_ids = self.tokenizer.src.encode([line.strip() for line in lines])
-        results: list[Translation | None] = [
-            None if ids else Translation("", None, ids) for ids in src_ids
-        ]
+        results = [Translation(ids, [], []) for ids in src_ids]
         order = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            for index, hypothesis in zip(
+            for index, hypotheses in zip(
                 chunk, self._search([src_ids[i] for i in chunk]), strict=True
             ):
-                text = self.tokenizer.tgt.decode(hypothesis.tokens)
-                results[index] = Translation(text, hypothesis, src_ids[index])
+                # beam search ranks its n-best already; samples come in the order drawn
+                hypotheses.sort(key=lambda h: h.normalised_score(self.decode.alpha), reverse=True)
+                texts = [self.tokenizer.tgt.decode(h.tokens) for h in hypotheses]
+                results[index] = Translation(src_ids[index], hypotheses, texts)
         return results
 
-    def _search(self, src_ids: list[list[int]]) -> list[Hypothesis]:
+    def _search(self, src_ids: list[list[int]]) -> list[list[Hypothesis]]:
+        decode, tgt = self.decode, self.tokenizer.tgt
         src = pad(src_ids, self.tokenizer.src.pad_id).to(self.device)
         lengths = torch.tensor([len(ids) for ids in src_ids])
-        limits = max_lengths(lengths, self.decode.max_len_ratio, self.decode.max_len_extra)
-        return greedy_search(
-            self.model, src, lengths, self.tokenizer.tgt.bos_id, self.tokenizer.tgt.eos_id, limits
-        )
+        limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra)
+        common = (self.model, src, lengths, tgt.bos_id, tgt.eos_id, limits)
+        if decode.sample:
+            return sample_search(
+                *common,
+                decode.nbest,
+                decode.temperature,
+                decode.top_k,
+                decode.top_p,
+                self.generator,
+            )
+        if decode.beam == 1:
+            return [[hypothesis] for hypothesis in greedy_search(*common)]
+        return beam_search(*common, decode.beam, decode.alpha, decode.nbest)
 
 
-def load_translator(path: Path) -> tuple[Translator, Experiment]:
-    model, tokenizer, config = restore_model(load_checkpoint(path), path)
-    return Translator(model, tokenizer, config.decode), config
+def load_translator(
+    checkpoints: Path | Sequence[Path], **decode_overrides: Any
+) -> tuple[Translator, Experiment]:
+    """One checkpoint, or several as an ensemble; the first one's decode settings, overridden.
+
+    Ensemble members must share both vocabularies: every step averages their predictions
+    over the same target ids, from the same source ids.
+    """
+    paths = [checkpoints] if isinstance(checkpoints, Path) else list(checkpoints)
+    restored = [restore_model(load_checkpoint(path), path) for path in paths]
+    models = [model for model, _, _ in restored]
+    tokenizer, config = restored[0][1], restored[0][2]
+    for path, (_, other, _) in zip(paths[1:], restored[1:], strict=True):
+        for side in ("src", "tgt"):
+            if getattr(other, side).model_proto != getattr(tokenizer, side).model_proto:
+                name = "source" if side == "src" else "target"
+                raise UserError(
+                    f"checkpoints {paths[0]} and {path} have different {name} vocabularies "
+                    "(their SentencePiece models differ); an ensemble needs models trained "
+                    "with the same tokenizer."
+                )
+    try:
+        decode = dataclasses.replace(config.decode, **decode_overrides)
+    except ConfigError as error:
+        raise ConfigError(f"decode.{error.path}", error.detail) from None
+    model = models[0] if len(models) == 1 else Ensemble(models)
+    return Translator(model, tokenizer, decode), config

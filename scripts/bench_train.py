@@ -59,8 +59,12 @@ def sentence_macs(model, src_len: int, tgt_steps: int, vocab_size: int) -> int:
     hidden, emb = dec.hidden_dim, dec.emb_dim
     final = enc.hidden_dim if enc.type != "self_attention" else memory
     macs += final * hidden  # s_0
-    keys_dim = {"additive": att.attn_dim, "dot": hidden, "general": hidden,
-                "multihead": att.attn_dim}[att.type]
+    keys_dim = {
+        "additive": att.attn_dim,
+        "dot": hidden,
+        "general": hidden,
+        "multihead": att.attn_dim,
+    }[att.type]
     has_key_proj = not (att.type == "dot" and att.kv == "shared")
     macs += src_len * memory * keys_dim * has_key_proj  # prepared keys
     value_dim = att.attn_dim if att.type == "multihead" else memory
@@ -86,8 +90,11 @@ def peak_rss_mb() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default=str(ROOT / "configs/multi30k_de_en_rnnsearch.yaml"))
-    parser.add_argument("--data", help="corpus directory (default: ../shared/data/multi30k if "
-                        "present, else the demo corpus with configs/demo.yaml)")
+    parser.add_argument(
+        "--data",
+        help="corpus directory (default: ../shared/data/multi30k if "
+        "present, else the demo corpus with configs/demo.yaml)",
+    )
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
@@ -110,8 +117,13 @@ def main() -> None:
     seed_everything(config.train.seed)
     corpus = prepare_corpus(config)
     tokenizer = corpus.tokenizer
-    model = build_model(config.model, tokenizer.src.size, tokenizer.tgt.size,
-                        tokenizer.src.pad_id, tokenizer.tgt.pad_id)
+    model = build_model(
+        config.model,
+        tokenizer.src.size,
+        tokenizer.tgt.size,
+        tokenizer.src.pad_id,
+        tokenizer.tgt.pad_id,
+    )
     with tempfile.TemporaryDirectory() as run_dir:
         trainer = Trainer(config, Path(run_dir), corpus, model)
         batches = trainer._batches()
@@ -128,25 +140,33 @@ def main() -> None:
     macs = sum(
         sentence_macs(config.model, int(length), int(steps), tokenizer.tgt.size)
         for batch in timed
-        for length, steps in zip(batch.src_lengths, (batch.tgt_out != tokenizer.tgt.pad_id).sum(1),
-                                 strict=True)
+        for length, steps in zip(
+            batch.src_lengths, (batch.tgt_out != tokenizer.tgt.pad_id).sum(1), strict=True
+        )
     )
     flops_per_token = 6 * macs / tokens  # forward 2 FLOPs per MAC, backward twice the forward
     tokens_per_s = tokens / seconds
     peak = matmul_flops()
     padded = sum(batch.tgt_out.numel() for batch in timed)
-    print(json.dumps({
-        "config": Path(config_path).name, "overrides": args.overrides, "data": data or "demo",
-        "steps": args.steps, "threads": torch.get_num_threads(),
-        "tokens_per_s": round(tokens_per_s, 1),
-        "tgt_tokens_per_batch": round(tokens / len(timed), 1),
-        "padded_tgt_tokens_per_batch": round(padded / len(timed), 1),
-        "steps_per_s": round(len(timed) / seconds, 3),
-        "peak_rss_mb": round(peak_rss_mb(), 1),
-        "flops_per_token": round(flops_per_token),
-        "matmul_flops": round(peak),
-        "utilisation": round(flops_per_token * tokens_per_s / peak, 3),
-    }))
+    print(
+        json.dumps(
+            {
+                "config": Path(config_path).name,
+                "overrides": args.overrides,
+                "data": data or "demo",
+                "steps": args.steps,
+                "threads": torch.get_num_threads(),
+                "tokens_per_s": round(tokens_per_s, 1),
+                "tgt_tokens_per_batch": round(tokens / len(timed), 1),
+                "padded_tgt_tokens_per_batch": round(padded / len(timed), 1),
+                "steps_per_s": round(len(timed) / seconds, 3),
+                "peak_rss_mb": round(peak_rss_mb(), 1),
+                "flops_per_token": round(flops_per_token),
+                "matmul_flops": round(peak),
+                "utilisation": round(flops_per_token * tokens_per_s / peak, 3),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

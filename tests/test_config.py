@@ -90,3 +90,26 @@ def test_invalid_yaml_names_line(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(UserError, match="does not exist"):
         load_config(tmp_path / "nope.yaml")
+
+
+@pytest.mark.parametrize(
+    "overrides, key",
+    [
+        (["decode.beam=0"], "decode.beam"),
+        (["decode.beam=2", "decode.nbest=3"], "decode.nbest"),
+        (["decode.alpha=-0.1"], "decode.alpha"),
+        (["decode.temperature=0"], "decode.temperature"),
+        (["decode.top_k=-1"], "decode.top_k"),
+        (["decode.top_p=0"], "decode.top_p"),
+        (["decode.top_p=1.5"], "decode.top_p"),
+    ],
+)
+def test_decode_settings_are_checked(tmp_path, overrides, key):
+    with pytest.raises(ConfigError) as error:
+        load_config(write(tmp_path, ""), overrides)
+    assert error.value.path == key
+
+
+def test_sampling_allows_more_draws_than_the_beam(tmp_path):
+    config = load_config(write(tmp_path, ""), ["decode.sample=true", "decode.nbest=8"])
+    assert config.decode.nbest == 8 and config.decode.greedy().nbest == 1

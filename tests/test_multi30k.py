@@ -17,11 +17,24 @@ def test_rnnsearch_learns_multi30k(tmp_path):
 
     from nmt.cli import app
 
-    overrides = [f"data.path={MULTI30K}", "train.max_steps=400", "train.valid_every=400",
-                 "train.valid_max_sentences=200", "tokenizer.vocab_size=4000"]
-    result = CliRunner().invoke(app, [
-        "train", "--config", str(ROOT / "configs/multi30k_de_en_rnnsearch.yaml"),
-        "--run-dir", str(tmp_path), *[a for o in overrides for a in ("--set", o)]])
+    overrides = [
+        f"data.path={MULTI30K}",
+        "train.max_steps=400",
+        "train.valid_every=400",
+        "train.valid_max_sentences=200",
+        "tokenizer.vocab_size=4000",
+    ]
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "--config",
+            str(ROOT / "configs/multi30k_de_en_rnnsearch.yaml"),
+            "--run-dir",
+            str(tmp_path),
+            *[a for o in overrides for a in ("--set", o)],
+        ],
+    )
     assert result.exit_code == 0, result.output
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     losses = [r["loss"] for r in records if "loss" in r]

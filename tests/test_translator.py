@@ -1,3 +1,6 @@
+import dataclasses
+
+import pytest
 import torch
 
 from conftest import tiny_model
@@ -53,3 +56,27 @@ def test_greedy_respects_length_limits(tiny_config):
 
 def test_max_lengths_scale_with_source():
     assert max_lengths(torch.tensor([1, 10]), 1.5, 2).tolist() == [4, 17]
+
+
+def with_decode(translator, **settings):
+    translator.decode = dataclasses.replace(translator.decode, **settings)
+    return translator
+
+
+@pytest.mark.parametrize("settings", [{"beam": 1}, {"beam": 4, "nbest": 2}])
+def test_order_is_restored_with_every_search(tiny_config, tokenizer, settings):
+    translator = with_decode(make_translator(tiny_config, tokenizer), **settings)
+    lines = ["the big dog has seen the small cat because she sleeps.", "", "the dog.", "a bird."]
+    together = translator.translate(lines, batch_size=2)
+    alone = [translator.translate([line])[0] for line in lines]
+    assert [t.texts for t in together] == [t.texts for t in alone]
+
+
+def test_nbest_hypotheses_are_distinct_and_blank_lines_have_none(tiny_config, tokenizer):
+    translator = with_decode(make_translator(tiny_config, tokenizer), beam=4, nbest=3)
+    results = translator.translate(["the dog sees the cat.", "", "we sleep."])
+    assert [len(t.hypotheses) for t in results] == [3, 0, 3]
+    assert results[1].text == "" and results[1].texts == []
+    for translation in results[::2]:
+        assert len({tuple(h.tokens) for h in translation.hypotheses}) == 3
+        assert translation.text == translation.texts[0]

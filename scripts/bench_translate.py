@@ -1,0 +1,113 @@
+"""How fast `nmt translate` is as a whole process, and whether batching costs BLEU.
+
+Each setting (beam size x batch size) runs `python -m nmt translate --input FILE` in a child
+process, so interpreter start, imports and checkpoint loading count, and prints one JSON line:
+sentences/s, wall seconds, the child's peak resident memory and, with a reference, BLEU.
+An "unbatched reference" run first (greedy, one sentence per batch) gives the BLEU that
+batching must not lower: greedy at any batch size should match it.
+
+    python scripts/bench_translate.py --checkpoint /tmp/demo1/best.pt \\
+        --input ~/.cache/nmt/demo/v2/test.en --ref ~/.cache/nmt/demo/v2/test.de --beam 1 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        action="append",
+        help="repeat for an ensemble (default: runs/multi30k_de_en_rnnsearch/best.pt)",
+    )
+    parser.add_argument("--input", type=Path, default=MULTI30K / "test_2016_flickr.de")
+    parser.add_argument(
+        "--ref", type=Path, help="reference translations for BLEU (default: beside --input)"
+    )
+    parser.add_argument("--beam", type=int, nargs="+", default=[1, 5])
+    parser.add_argument("--batch-size", type=int, nargs="+", default=[64])
+    parser.add_argument(
+        "--threads",
+        type=int,
+        help="OMP_NUM_THREADS for the child (on a busy machine, 1 avoids thread contention)",
+    )
+    args = parser.parse_args()
+    checkpoints = args.checkpoint or [ROOT / "runs" / "multi30k_de_en_rnnsearch" / "best.pt"]
+    ref = args.ref or _default_reference(args.input)
+    sentences = len(args.input.read_text(encoding="utf-8").splitlines())
+    settings = [("unbatched reference", 1, 1)] + [
+        (f"beam {beam}, batch {batch}", beam, batch)
+        for beam in args.beam
+        for batch in args.batch_size
+    ]
+    for name, beam, batch_size in settings:
+        result = run_translate(checkpoints, args.input, ref, beam, batch_size, args.threads)
+        seconds = result.pop("seconds")
+        record = {
+            "setting": name,
+            "checkpoints": [str(c) for c in checkpoints],
+            "beam": beam,
+            "batch_size": batch_size,
+            "threads": args.threads,
+            "sentences": sentences,
+            "seconds": round(seconds, 2),
+            "sentences_per_s": round(sentences / seconds, 1),
+            **result,
+        }
+        print(json.dumps(record), flush=True)
+
+
+def run_translate(
+    checkpoints: list[Path],
+    input: Path,
+    ref: Path | None,
+    beam: int,
+    batch_size: int,
+    threads: int | None,
+) -> dict:
+    """Wall seconds, peak RSS (MB) of the child alone (os.wait4), and BLEU when `ref` is set."""
+    with tempfile.TemporaryDirectory() as scratch:
+        output, log = Path(scratch) / "hyp.txt", Path(scratch) / "stderr.txt"
+        command = [sys.executable, "-m", "nmt", "translate", "--input", str(input)]
+        command += [arg for c in checkpoints for arg in ("--checkpoint", str(c))]
+        command += ["--output", str(output), "--beam", str(beam), "--batch-size", str(batch_size)]
+        command += ["--nbest", "1", "--no-sample"]
+        with log.open("w") as stderr:
+            started = time.perf_counter()
+            env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
+            process = subprocess.Popen(command, stderr=stderr, env=env)
+            _, status, usage = os.wait4(process.pid, 0)  # this child's own peak memory
+            seconds = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        if process.returncode != 0:
+            sys.exit(f"{' '.join(command)} failed:\n{log.read_text()}")
+        result = {"seconds": seconds, "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
+        if ref is not None:
+            from nmt.evaluate import score
+
+            hypotheses = output.read_text(encoding="utf-8").splitlines()
+            result["bleu"] = score(hypotheses, ref.read_text(encoding="utf-8").splitlines()).bleu
+        return result
+
+
+def _default_reference(input: Path) -> Path | None:
+    """test.en -> test.de style: the other file of the same split, if exactly one exists."""
+    others = [p for p in input.parent.glob(f"{input.stem}.*") if p != input]
+    return others[0] if len(others) == 1 else None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""`nmt translate` end to end: streaming, n-best, alignments, heatmaps, ensembles."""
+
+import dataclasses
+import os
+import select
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import ROOT, TINY_OVERRIDES
+from nmt.checkpoint import checkpoint_payload, save_checkpoint
+from nmt.config import ConfigError, load_config
+from nmt.errors import UserError
+from nmt.model import build_model
+from nmt.tokenizer import Tokenizer, build_tokenizer
+from nmt.translator import load_translator
+
+LINES = ["the dog sees the cat.", "", "a very small bird has slept because we sleep."]
+
+
+def write_checkpoint(path, config, tokenizer, seed=0):
+    """An untrained tiny model is enough to check what translate writes and when."""
+    torch.manual_seed(seed)
+    model = build_model(
+        config.model,
+        tokenizer.src.size,
+        tokenizer.tgt.size,
+        tokenizer.src.pad_id,
+        tokenizer.tgt.pad_id,
+    )
+    save_checkpoint(path, checkpoint_payload(model, config, tokenizer, step=0, metrics={}))
+    return path
+
+
+@pytest.fixture(scope="module")
+def config(corpus_dir):
+    overrides = [f"data.path={corpus_dir}", "data.demo=false", *TINY_OVERRIDES]
+    return load_config(ROOT / "configs/demo.yaml", overrides)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory, config, tokenizer):
+    return write_checkpoint(tmp_path_factory.mktemp("ckpt") / "model.pt", config, tokenizer)
+
+
+def nmt_process(*args):
+    return subprocess.Popen(
+        [sys.executable, "-m", "nmt", *map(str, args)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
+
+
+def test_stdin_is_translated_line_by_line_as_it_arrives(checkpoint):
+    translator, _ = load_translator(checkpoint)
+    expected = [translator.translate([line])[0].text for line in LINES]
+    process = nmt_process("translate", "--checkpoint", checkpoint)
+    try:
+        for line, translation in zip(LINES, expected, strict=True):
+            process.stdin.write(line + "\n")
+            process.stdin.flush()  # the next line is only sent once this one's answer is read
+            ready, _, _ = select.select([process.stdout], [], [], 60)
+            assert ready, f"no translation of {line!r} within 60 s"
+            assert process.stdout.readline() == translation + "\n"
+        process.stdin.close()
+        assert process.wait(timeout=30) == 0, process.stderr.read()
+        assert process.stdout.read() == ""
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_nbest_alignments_and_heatmaps_from_the_command_line(checkpoint, tmp_path):
+    (tmp_path / "in.txt").write_text("".join(line + "\n" for line in LINES))
+    process = nmt_process(
+        "translate",
+        "--checkpoint",
+        checkpoint,
+        "--input",
+        tmp_path / "in.txt",
+        "--output",
+        tmp_path / "out.txt",
+        "--beam",
+        3,
+        "--nbest",
+        2,
+        "--alignments",
+        "--attention-plots",
+        tmp_path / "plots",
+    )
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    rows = [line.split(" ||| ") for line in (tmp_path / "out.txt").read_text().splitlines()]
+    assert [(row[0], len(row)) for row in rows] == [(str(i), 4) for i in (0, 0, 1, 1, 2, 2)]
+    assert rows[2][1:] == ["", "0.0000", ""]
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == ["00000.png", "00002.png"]
+
+
+def test_an_ensemble_of_a_checkpoint_with_itself_translates_like_it(checkpoint):
+    alone, _ = load_translator(checkpoint, beam=3, nbest=2)
+    pair, _ = load_translator([checkpoint, checkpoint], beam=3, nbest=2)
+    assert [t.texts for t in pair.translate(LINES)] == [t.texts for t in alone.translate(LINES)]
+
+
+def test_an_ensemble_needs_the_same_vocabularies(
+    checkpoint, config, tokenizer, corpus_dir, tmp_path
+):
+    lines = (corpus_dir / "train.de").read_text("utf-8").splitlines()
+    other = build_tokenizer(
+        dataclasses.replace(config.tokenizer, vocab_size=120), lines, lines, tmp_path
+    ).tgt
+    same_source = write_checkpoint(tmp_path / "tgt.pt", config, Tokenizer(tokenizer.src, other))
+    with pytest.raises(UserError, match="different target vocabularies"):
+        load_translator([checkpoint, same_source])
+    both = write_checkpoint(tmp_path / "both.pt", config, Tokenizer(other, other))
+    with pytest.raises(UserError, match="different source vocabularies"):
+        load_translator([checkpoint, both])
+
+
+def test_sampling_is_reproducible_with_a_seed(checkpoint):
+    def draw(seed):
+        translator, _ = load_translator(checkpoint, sample=True, nbest=3, seed=seed, top_p=0.9)
+        return [t.texts for t in translator.translate(LINES)]
+
+    assert draw(1) == draw(1) != draw(2)
+
+
+def test_command_line_settings_are_checked_like_config_keys(checkpoint):
+    with pytest.raises(ConfigError, match="decode.nbest"):
+        load_translator(checkpoint, beam=2, nbest=3)
