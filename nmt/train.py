@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from nmt.checkpoint import checkpoint_payload, save_checkpoint
-from nmt.config import Experiment, config_to_dict
+from nmt.config import Experiment
 from nmt.data import (
     Batch,
     EncodedSplit,
@@ -30,10 +30,10 @@ from nmt.data import (
     load_split,
     make_batch,
 )
-from nmt.errors import UserError
 from nmt.evaluate import Scores, score
 from nmt.loss import token_loss
 from nmt.model import Seq2Seq, build_model
+from nmt.rundir import RunLog, check_run_dir, start_run
 from nmt.tokenizer import Tokenizer, build_tokenizer
 from nmt.translator import Translator
 
@@ -86,7 +86,6 @@ class Trainer:
             config.train.seed,
         )
         self.progress = Progress()
-        self.metrics_file = (run_dir / "metrics.jsonl").open("a", encoding="utf-8")
 
     def fit(self) -> dict:
         train = self.config.train
@@ -222,8 +221,8 @@ class Trainer:
         )
 
     def _record(self, record: dict) -> None:
-        self.metrics_file.write(json.dumps(record) + "\n")
-        self.metrics_file.flush()
+        with (self.run_dir / "metrics.jsonl").open("a", encoding="utf-8") as metrics:
+            metrics.write(json.dumps(record) + "\n")
         _clear_progress()
         log.info(" ".join(f"{k}={v}" for k, v in record.items() if "signature" not in k))
 
@@ -279,31 +278,6 @@ def _clear_progress() -> None:
         sys.stderr.write("\r\033[K")
 
 
-def setup_run_dir(run_dir: Path, overwrite: bool) -> None:
-    if (run_dir / "last.pt").exists() and not overwrite:
-        raise UserError(
-            f"run directory {run_dir} already holds a run (last.pt). Pass --overwrite "
-            "to start afresh there, or choose another --run-dir."
-        )
-    run_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("metrics.jsonl", "train.log"):
-        (run_dir / name).unlink(missing_ok=True)
-
-
-def _setup_logging(run_dir: Path) -> None:
-    logger = logging.getLogger("nmt")
-    logger.setLevel(logging.INFO)
-    for handler in list(logger.handlers):
-        logger.removeHandler(handler)
-        handler.close()
-    file_handler = logging.FileHandler(run_dir / "train.log", encoding="utf-8")
-    file_handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
-    console = logging.StreamHandler(sys.stderr)
-    console.setFormatter(logging.Formatter("%(message)s"))
-    logger.addHandler(file_handler)
-    logger.addHandler(console)
-
-
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     torch.manual_seed(seed)
@@ -311,15 +285,17 @@ def seed_everything(seed: int) -> None:
 
 def train_experiment(config: Experiment, run_dir: Path, overwrite: bool = False) -> dict:
     """The whole `nmt train` command: returns the test scores of the best checkpoint."""
-    import yaml
+    check_run_dir(run_dir, overwrite)
+    with RunLog() as run_log:
+        torch.set_num_threads(config.train.threads or os.cpu_count() or 1)
+        seed_everything(config.train.seed)
+        corpus = prepare_corpus(config)
+        start_run(run_dir, config, corpus.tokenizer)
+        run_log.attach(run_dir)
+        return _fit(config, run_dir, corpus)
 
-    setup_run_dir(run_dir, overwrite)
-    _setup_logging(run_dir)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
-    torch.set_num_threads(config.train.threads or os.cpu_count() or 1)
-    seed_everything(config.train.seed)
-    corpus = prepare_corpus(config)
-    corpus.tokenizer.save(run_dir)
+
+def _fit(config: Experiment, run_dir: Path, corpus: Corpus) -> dict:
     tokenizer = corpus.tokenizer
     model = build_model(
         config.model,

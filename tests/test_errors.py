@@ -1,0 +1,98 @@
+"""Every bad input gets exit code 2 and a message naming the file, line or key; hostile files
+run no code; faults lose no checkpoint.
+
+Commands run through the real Typer app: in-process (typer's CliRunner) where that shows the
+property, as `python -m nmt` where the process itself matters (stderr, code that must not run).
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import ROOT, TINY_OVERRIDES
+from nmt.cli import app
+from nmt.config import load_config
+from nmt.train import train_experiment
+
+DEMO = ROOT / "configs" / "demo.yaml"
+FAST = ["train.threads=1", "data.demo=false", "data.splits.test=null"]
+
+
+def cli(*args, input: str | bytes | None = None):
+    """The `nmt` command in this process; exceptions other than exits are kept, not raised."""
+    return CliRunner().invoke(app, [str(arg) for arg in args], input=input)
+
+
+def sets(*overrides: str) -> list[str]:
+    return [arg for override in overrides for arg in ("--set", override)]
+
+
+def train_on(corpus, run_dir, *overrides: str):
+    return cli(
+        "train",
+        "--config",
+        DEMO,
+        "--run-dir",
+        run_dir,
+        *sets(f"data.path={corpus}", *TINY_OVERRIDES, *FAST, *overrides),
+    )
+
+
+def refused(result, *names) -> str:
+    """Asserts a user error: exit code 2 and one error line, naming every one of `names`."""
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert "Traceback" not in result.output
+    (message,) = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    for name in names:
+        assert str(name) in message, (name, message)
+    return message
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, corpus_dir):
+    """One tiny trained run (6 steps, checkpoints at steps 3 and 6) shared by this module."""
+    run_dir = tmp_path_factory.mktemp("run")
+    cache = tmp_path_factory.getbasetemp() / "cache"
+    overrides = [f"data.path={corpus_dir}", f"data.cache_dir={cache}", *TINY_OVERRIDES, *FAST]
+    train_experiment(load_config(DEMO, overrides), run_dir)
+    return run_dir
+
+
+@pytest.fixture
+def corpus(tmp_path, corpus_dir):
+    """A private copy of the small corpus, to break."""
+    return shutil.copytree(corpus_dir, tmp_path / "corpus")
+
+
+# Training faults
+
+
+def test_run_dir_holding_another_run_is_refused(run):
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    result = cli("train", "--config", DEMO, "--run-dir", run)
+    refused(result, run, "already holds a run", "last.pt", "--overwrite")
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+
+
+def test_overwrite_with_a_bad_corpus_keeps_the_old_run(run, corpus, tmp_path):
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    (corpus / "train.de").write_text("ein Hund\n")
+    result = cli(
+        "train",
+        "--config",
+        DEMO,
+        "--run-dir",
+        run,
+        "--overwrite",
+        *sets(f"data.path={corpus}", *TINY_OVERRIDES, *FAST),
+    )
+    refused(result, corpus / "train.de", "has 1.")
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+
+
+def test_train_log_keeps_what_was_logged_before_the_run_dir_existed(run):
+    log = (run / "train.log").read_text()
+    assert log.index("pairs kept") < log.index("training pairs, vocab")
