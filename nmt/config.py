@@ -219,6 +219,8 @@ def _convert(hint: Any, value: Any, path: str) -> Any:
         choices = typing.get_args(hint)
         if value not in choices:
             allowed = ", ".join(repr(choice) for choice in choices)
+            if not isinstance(value, str):
+                raise ConfigError(path, f"expected one of {allowed}, got {_describe(value)}")
             raise ConfigError(path, f"{value!r} is not one of {allowed}.{_suggest(value, choices)}")
         return value
     if dataclasses.is_dataclass(hint):
@@ -233,7 +235,11 @@ def _convert(hint: Any, value: Any, path: str) -> Any:
 
 
 def _describe(value: Any) -> str:
-    return f"{type(value).__name__} {value!r}"
+    """Type and a short repr; containers by size, as YAML aliases can nest them exponentially."""
+    if isinstance(value, (list, dict)):
+        return f"a {type(value).__name__} of {len(value)} items"
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
 def _join(path: str, key: str) -> str:

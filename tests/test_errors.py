@@ -67,6 +67,61 @@ def corpus(tmp_path, corpus_dir):
     return shutil.copytree(corpus_dir, tmp_path / "corpus")
 
 
+# Config
+
+
+def write_config(tmp_path, text: str):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_invalid_yaml_names_file_line_and_column(tmp_path):
+    path = write_config(tmp_path, "train:\n  max_steps: 1: 2\n")
+    refused(cli("train", "--config", path), path, "line 2, column 15")
+
+
+def test_misspelt_key_names_dotted_path_and_closest_key(tmp_path):
+    path = write_config(tmp_path, "model:\n  attention:\n    attn_dimm: 3\n")
+    refused(cli("train", "--config", path), "model.attention.attn_dimm", "Did you mean 'attn_dim'")
+
+
+def test_wrong_type_names_key_and_types():
+    result = cli("train", "--config", DEMO, *sets("train.max_steps=many"))
+    refused(result, "train.max_steps", "expected int, got str 'many'")
+
+
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("model.decoder.hidden_dim=-4", "model.decoder.hidden_dim"),
+        ("model.encoder.dropout=1.0", "model.encoder.dropout"),
+    ],
+)
+def test_value_out_of_range_names_key(override, key):
+    refused(cli("train", "--config", DEMO, *sets(override)), key, "must be")
+
+
+def test_bad_choice_lists_the_choices():
+    result = cli("train", "--config", DEMO, *sets("model.decoder.output=maxuot"))
+    refused(result, "model.decoder.output", "'maxout', 'tanh'", "Did you mean 'maxout'")
+
+
+@pytest.mark.parametrize("pair", ["train.max_steps", "=3", "train..lr=1"])
+def test_malformed_set_pair(pair):
+    refused(cli("train", "--config", DEMO, "--set", pair), "--set expects KEY=VALUE", pair)
+
+
+def test_yaml_alias_bomb_is_rejected_quickly(tmp_path):
+    """Nine levels of nine aliases: 9**9 items if expanded; the message must not expand them."""
+    value = "[lol, lol, lol, lol, lol, lol, lol, lol, lol]"
+    for level in range(8):
+        value = f"[&a{level} {value}" + f", *a{level}" * 8 + "]"
+    path = write_config(tmp_path, f"train:\n  max_steps: {value}\n")
+    message = refused(cli("train", "--config", path), "train.max_steps", "a list of 9 items")
+    assert len(message) < 300
+
+
 # Training faults
 
 
