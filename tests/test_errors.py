@@ -7,6 +7,7 @@ property, as `python -m nmt` where the process itself matters (stderr, code that
 
 from __future__ import annotations
 
+import errno
 import shutil
 
 import pytest
@@ -14,7 +15,8 @@ from typer.testing import CliRunner
 
 from conftest import ROOT, TINY_OVERRIDES
 from nmt.cli import app
-from nmt.config import load_config
+from nmt.config import DataConfig, load_config
+from nmt.data import load_split
 from nmt.train import train_experiment
 
 DEMO = ROOT / "configs" / "demo.yaml"
@@ -107,6 +109,12 @@ def test_bad_choice_lists_the_choices():
     refused(result, "model.decoder.output", "'maxout', 'tanh'", "Did you mean 'maxout'")
 
 
+def test_missing_data_path_is_named_and_nothing_is_written(tmp_path):
+    result = train_on(tmp_path / "nowhere", tmp_path / "run")
+    refused(result, "data.path", tmp_path / "nowhere", "does not exist")
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize("pair", ["train.max_steps", "=3", "train..lr=1"])
 def test_malformed_set_pair(pair):
     refused(cli("train", "--config", DEMO, "--set", pair), "--set expects KEY=VALUE", pair)
@@ -120,6 +128,69 @@ def test_yaml_alias_bomb_is_rejected_quickly(tmp_path):
     path = write_config(tmp_path, f"train:\n  max_steps: {value}\n")
     message = refused(cli("train", "--config", path), "train.max_steps", "a list of 9 items")
     assert len(message) < 300
+
+
+# Corpus
+
+
+def test_line_counts_that_differ_name_both_files(corpus, tmp_path):
+    lines = (corpus / "train.de").read_text().splitlines(keepends=True)
+    (corpus / "train.de").write_text("".join(lines[:-2]))
+    result = train_on(corpus, tmp_path / "run")
+    refused(result, corpus / "train.en", "has 300 lines", corpus / "train.de", "has 298")
+    assert not (tmp_path / "run").exists()
+
+
+def test_invalid_utf8_names_file_line_and_offset(corpus, tmp_path):
+    (corpus / "valid.de").write_bytes(b"gut\nnicht \xff gut\n")
+    result = train_on(corpus, tmp_path / "run")
+    refused(result, corpus / "valid.de", "not valid UTF-8", "line 2, byte offset 10", "iconv")
+
+
+def test_bom_and_crlf_give_the_same_data_as_clean_files(corpus, tmp_path):
+    dirty = tmp_path / "dirty"
+    dirty.mkdir()
+    for name in ("train.en", "train.de"):
+        clean = (corpus / name).read_bytes()
+        (dirty / name).write_bytes(b"\xef\xbb\xbf" + clean.replace(b"\n", b"\r\n"))
+    text = (corpus / "train.en").read_text().splitlines()[:3]
+    other = (corpus / "train.de").read_text().splitlines()[:3]
+    tsv = "".join(f"{s}\t{t}\r\n" for s, t in zip(text, other, strict=True))
+    (dirty / "valid.tsv").write_bytes(b"\xef\xbb\xbf" + tsv.encode())
+    config = DataConfig(src_lang="en", tgt_lang="de", path=str(dirty))
+    clean = load_split(DataConfig(src_lang="en", tgt_lang="de", path=str(corpus)), "train")
+    train = load_split(config, "train")
+    assert (train.src, train.tgt) == (clean.src, clean.tgt)
+    valid = load_split(config, "valid")
+    assert (valid.src, valid.tgt) == (text, other)
+
+
+def test_empty_file_is_named(corpus, tmp_path):
+    (corpus / "test.de").write_bytes(b"")
+    result = train_on(corpus, tmp_path / "run", "data.splits.test=test")
+    refused(result, f"{corpus / 'test.de'} is empty")
+
+
+def test_all_pairs_filtered_out_says_why(corpus, tmp_path):
+    result = train_on(corpus, tmp_path / "run", "data.max_len=1")
+    refused(result, "train.en", "no training pairs left", "longer than data.max_len=1")
+
+
+def test_language_missing_from_jsonl_lists_columns(corpus, tmp_path):
+    (corpus / "train.de").unlink()
+    (corpus / "train.jsonl").write_text('{"en": "a dog", "fr": "un chien"}\n')
+    result = train_on(corpus, tmp_path / "run")
+    refused(result, corpus / "train.jsonl", "no column 'de'", "columns found: en, fr")
+
+
+def test_unreachable_hub_suggests_data_path(monkeypatch, tmp_path):
+    def unreachable(*args, **kwargs):
+        raise OSError(errno.ENETUNREACH, "network is unreachable")
+
+    monkeypatch.setattr("socket.create_connection", unreachable)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    result = train_on("null", tmp_path / "run", "data.hub_id=nmt-tests/no-such-corpus")
+    refused(result, "data.hub_id nmt-tests/no-such-corpus", "Hugging Face hub", "set data.path")
 
 
 # Training faults
