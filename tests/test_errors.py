@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import errno
 import shutil
+import zipfile
 
 import pytest
+import torch
 from typer.testing import CliRunner
 
-from conftest import ROOT, TINY_OVERRIDES
+from conftest import ROOT, TINY_OVERRIDES, nmt
+from nmt.checkpoint import FORMAT_VERSION, load_checkpoint, save_checkpoint
 from nmt.cli import app
 from nmt.config import DataConfig, load_config
 from nmt.data import load_split
+from nmt.errors import UserError
 from nmt.train import train_experiment
 
 DEMO = ROOT / "configs" / "demo.yaml"
@@ -193,7 +197,93 @@ def test_unreachable_hub_suggests_data_path(monkeypatch, tmp_path):
     refused(result, "data.hub_id nmt-tests/no-such-corpus", "Hugging Face hub", "set data.path")
 
 
+# Checkpoints
+
+
+def test_pickle_that_runs_code_is_refused(tmp_path):
+    marker = tmp_path / "marker"
+
+    class Exploit:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    path = tmp_path / "evil.pt"
+    torch.save({"format_version": 1, "x": Exploit()}, path)
+    result = nmt("translate", "--checkpoint", path, input="hello\n")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "refused" in result.stderr and "open" in result.stderr and str(path) in result.stderr
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "random bytes", "empty", "foreign zip"])
+def test_corrupt_checkpoint_is_named(run, tmp_path, damage):
+    data = (run / "best.pt").read_bytes()
+    path = tmp_path / "damaged.pt"
+    path.write_bytes(
+        {
+            "truncated": data[: len(data) // 2],
+            "random bytes": bytes(range(256)) * 20,
+            "empty": b"",
+            "foreign zip": b"",
+        }[damage]
+    )
+    if damage == "foreign zip":
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("notes.txt", "not a checkpoint")
+    refused(cli("translate", "--checkpoint", path, input="a dog\n"), path, "truncated or corrupt")
+
+
+def test_weights_that_do_not_match_the_config(run, tmp_path):
+    payload = load_checkpoint(run / "best.pt")
+    payload["config"]["model"]["decoder"]["hidden_dim"] += 8
+    path = tmp_path / "mixed.pt"
+    torch.save(payload, path)
+    result = cli("eval", "--checkpoint", path)
+    refused(result, path, "do not match its own config", "decoder")
+
+
+@pytest.mark.parametrize("command", ["translate", "eval"])
+def test_newer_checkpoint_format_is_refused(run, tmp_path, command):
+    payload = load_checkpoint(run / "best.pt")
+    payload["format_version"] = FORMAT_VERSION + 1
+    path = tmp_path / "future.pt"
+    torch.save(payload, path)
+    result = cli(command, "--checkpoint", path, input="a dog\n")
+    refused(result, path, f"format version {FORMAT_VERSION + 1}", "Upgrade nmt")
+
+
 # Training faults
+
+
+def test_disk_full_at_checkpoint_keeps_the_previous_one(monkeypatch, corpus_dir, tmp_path):
+    import nmt.checkpoint
+
+    real, saved = nmt.checkpoint.torch.save, []
+
+    def save(*args, **kwargs):
+        if len(saved) == 2:  # best.pt and last.pt at step 3 are written, nothing after
+            raise OSError(errno.ENOSPC, "No space left on device")
+        saved.append(real(*args, **kwargs))
+
+    monkeypatch.setattr(nmt.checkpoint.torch, "save", save)
+    result = train_on(corpus_dir, tmp_path)
+    refused(result, "cannot write checkpoint", tmp_path, "No space left on device")
+    assert sorted(p.name for p in tmp_path.glob("*.pt*")) == ["best.pt", "last.pt"]
+    assert {load_checkpoint(tmp_path / n)["step"] for n in ("best.pt", "last.pt")} == {3}
+
+
+def test_read_only_run_dir_keeps_the_previous_checkpoint(run, monkeypatch, tmp_path):
+    path = tmp_path / "last.pt"
+    shutil.copy(run / "last.pt", path)
+
+    def read_only(*args):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr("os.replace", read_only)
+    with pytest.raises(UserError, match=f"cannot write checkpoint {path}: Read-only file system"):
+        save_checkpoint(path, {"step": 99})
+    assert [p.name for p in tmp_path.iterdir()] == ["last.pt"]
+    assert load_checkpoint(path)["step"] == 6
 
 
 def test_run_dir_holding_another_run_is_refused(run):
