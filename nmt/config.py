@@ -161,9 +161,10 @@ class DecodeConfig:
     batch_size: int = 64
     max_len_ratio: float = 2.0
     max_len_extra: int = 10
+    max_src_len: int = 250
 
     def __post_init__(self) -> None:
-        _positive(self, "batch_size")
+        _positive(self, "batch_size", "max_src_len")
         _require(self.max_len_ratio > 0, "max_len_ratio", "must be positive")
         _require(self.max_len_extra >= 0, "max_len_extra", "must be >= 0")
 

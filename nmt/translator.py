@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,8 @@ from nmt.data import pad
 from nmt.model import Seq2Seq
 from nmt.search import Hypothesis, greedy_search, max_lengths
 from nmt.tokenizer import Tokenizer
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -39,7 +42,7 @@ class Translator:
     def translate(self, lines: Sequence[str], batch_size: int | None = None) -> list[Translation]:
         """Translates every line; a blank line gives a blank translation, in input order."""
         batch_size = batch_size or self.decode.batch_size
-        src_ids = self.tokenizer.src.encode([line.strip() for line in lines])
+        src_ids = self._truncated(self.tokenizer.src.encode([line.strip() for line in lines]))
         results: list[Translation | None] = [
             None if ids else Translation("", None, ids) for ids in src_ids
         ]
@@ -52,6 +55,22 @@ class Translator:
                 text = self.tokenizer.tgt.decode(hypothesis.tokens)
                 results[index] = Translation(text, hypothesis, src_ids[index])
         return results
+
+    def _truncated(self, src_ids: list[list[int]]) -> list[list[int]]:
+        """Cuts sources at decode.max_src_len subwords, so one huge line cannot exhaust memory."""
+        limit = self.decode.max_src_len
+        long = [index for index, ids in enumerate(src_ids) if len(ids) > limit]
+        if not long:
+            return src_ids
+        log.warning(
+            "warning: %d source line(s) longer than decode.max_src_len=%d subwords were cut to "
+            "that length (first: line %d, %d subwords). Raise decode.max_src_len to keep more.",
+            len(long),
+            limit,
+            long[0] + 1,
+            len(src_ids[long[0]]),
+        )
+        return [ids[:limit] for ids in src_ids]
 
     def _search(self, src_ids: list[list[int]]) -> list[Hypothesis]:
         src = pad(src_ids, self.tokenizer.src.pad_id).to(self.device)

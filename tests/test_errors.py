@@ -8,6 +8,7 @@ property, as `python -m nmt` where the process itself matters (stderr, code that
 from __future__ import annotations
 
 import errno
+import math
 import shutil
 import zipfile
 
@@ -102,6 +103,7 @@ def test_wrong_type_names_key_and_types():
     [
         ("model.decoder.hidden_dim=-4", "model.decoder.hidden_dim"),
         ("model.encoder.dropout=1.0", "model.encoder.dropout"),
+        ("decode.max_src_len=0", "decode.max_src_len"),
     ],
 )
 def test_value_out_of_range_names_key(override, key):
@@ -250,6 +252,51 @@ def test_newer_checkpoint_format_is_refused(run, tmp_path, command):
     torch.save(payload, path)
     result = cli(command, "--checkpoint", path, input="a dog\n")
     refused(result, path, f"format version {FORMAT_VERSION + 1}", "Upgrade nmt")
+
+
+# Translate
+
+
+def test_empty_input_gives_no_output(run):
+    result = cli("translate", "--checkpoint", run / "best.pt", input="")
+    assert result.exit_code == 0 and result.stdout == ""
+
+
+def test_blank_lines_are_kept_in_place(run):
+    result = cli("translate", "--checkpoint", run / "best.pt", input="the dog.\n\n  \nthe cat.\n")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.split("\n")
+    assert len(lines) == 5 and lines[1] == lines[2] == lines[4] == ""
+
+
+def test_huge_line_is_cut_with_a_warning_and_output_stays_bounded(run):
+    line = "the dog sees the small cat because we sleep. " * 220  # ~10,000 characters
+    result = nmt("translate", "--checkpoint", run / "best.pt", input=f"a dog.\n{line}\n")
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+    assert "line 2" in result.stderr and "decode.max_src_len=250" in result.stderr
+    config = load_checkpoint(run / "best.pt")["config"]["decode"]
+    bound = math.ceil(250 * config["max_len_ratio"]) + config["max_len_extra"]
+    first, second = result.stdout.split("\n")[:2]
+    assert result.stdout.count("\n") == 2 and len(second.split()) <= bound
+
+
+def test_characters_never_seen_in_training(run):
+    result = cli("translate", "--checkpoint", run / "best.pt", input="日本語 ☃ ∑ Ωμέγα\n🙂\n")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("\n") == 2
+
+
+def test_binary_garbage_gives_one_line_per_input_line(run):
+    garbage = bytes(range(256)) * 4 + b"\n\x00\xff\xfe\r\x85\xe2\x80\xa8\n\n\x1b[2J"
+    result = cli("translate", "--checkpoint", run / "best.pt", input=garbage)
+    assert result.exit_code == 0, result.output
+    assert result.stdout_bytes.count(b"\n") == garbage.count(b"\n") + 1
+
+
+def test_output_in_missing_directory_fails_before_any_work(tmp_path):
+    target = tmp_path / "missing" / "out.txt"
+    result = cli("translate", "--checkpoint", tmp_path / "none.pt", "--output", target, input="")
+    refused(result, tmp_path / "missing", "does not exist", "Create it first")
 
 
 # Training faults

@@ -1,3 +1,5 @@
+import dataclasses
+
 import torch
 
 from conftest import tiny_model
@@ -53,3 +55,12 @@ def test_greedy_respects_length_limits(tiny_config):
 
 def test_max_lengths_scale_with_source():
     assert max_lengths(torch.tensor([1, 10]), 1.5, 2).tolist() == [4, 17]
+
+
+def test_long_sources_are_cut_to_max_src_len(tiny_config, tokenizer):
+    decode = dataclasses.replace(tiny_config.decode, max_src_len=12)
+    translator = Translator(make_translator(tiny_config, tokenizer).model, tokenizer, decode)
+    (result,) = translator.translate(["the dog sees the cat because we sleep. " * 20])
+    assert len(result.src_ids) == 12
+    limit = max_lengths(torch.tensor([12]), decode.max_len_ratio, decode.max_len_extra)
+    assert len(result.hypothesis.tokens) <= int(limit)
