@@ -141,9 +141,10 @@ class TrainConfig:
     valid_every: int = 500
     valid_max_sentences: int | None = None
     threads: int | None = None
+    max_bad_steps: int = 10
 
     def __post_init__(self) -> None:
-        _positive(self, "max_steps", "batch_tokens", "log_every", "valid_every")
+        _positive(self, "max_steps", "batch_tokens", "log_every", "valid_every", "max_bad_steps")
         _require(self.lr > 0, "lr", f"must be positive, got {self.lr}")
         _require(self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be > 0")
         _require(self.clip_norm >= 0, "clip_norm", "must be >= 0 (0 turns clipping off)")

@@ -30,6 +30,7 @@ from nmt.data import (
     load_split,
     make_batch,
 )
+from nmt.errors import UserError
 from nmt.evaluate import Scores, score
 from nmt.loss import token_loss
 from nmt.model import Seq2Seq, build_model
@@ -66,6 +67,8 @@ class Progress:
     epoch: int = 0
     batch_in_epoch: int = 0
     best_bleu: float = -1.0
+    saved_step: int | None = None  # of last.pt
+    bad_in_a_row: int = 0  # batches skipped for a non-finite loss or gradient
     started: float = field(default_factory=time.monotonic)
 
     def minutes(self) -> float:
@@ -94,6 +97,10 @@ class Trainer:
             if self._out_of_budget():
                 break
             loss = self.train_step(batch)
+            if loss is None:
+                self._skip_bad_batch()
+                continue
+            self.progress.bad_in_a_row = 0
             window.add(loss, batch.num_tgt_tokens)
             self.progress.step += 1
             if self.progress.step % train.log_every == 0:
@@ -127,8 +134,9 @@ class Trainer:
             train.max_minutes is not None and self.progress.minutes() >= train.max_minutes
         )
 
-    def train_step(self, batch: Batch) -> torch.Tensor:
-        """One update; returns the summed loss as a tensor (no host sync here)."""
+    def train_step(self, batch: Batch) -> torch.Tensor | None:
+        """One update; returns the summed loss as a tensor, or None when the loss or gradient
+        was not finite and the update was skipped (one host sync, after backward is queued)."""
         self.model.train()
         logits, _ = self.model(batch.src, batch.src_lengths, batch.tgt_in)
         loss = token_loss(
@@ -139,10 +147,42 @@ class Trainer:
         )
         self.optimizer.zero_grad(set_to_none=True)
         (loss / batch.num_tgt_tokens).backward()
+        finite = torch.isfinite(loss)
         if self.config.train.clip_norm > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.train.clip_norm)
+            norm = torch.nn.utils.clip_grad_norm_(
+                self.model.parameters(), self.config.train.clip_norm
+            )
+            finite &= torch.isfinite(norm)
+        if not bool(finite):
+            return None
         self.optimizer.step()
         return loss.detach()
+
+    def _skip_bad_batch(self) -> None:
+        """Warns about a skipped batch; max_bad_steps of them in a row end the run."""
+        progress, limit = self.progress, self.config.train.max_bad_steps
+        progress.bad_in_a_row += 1
+        _clear_progress()
+        log.warning(
+            "warning: non-finite loss or gradient after step %d (epoch %d, batch %d): "
+            "batch skipped, %d in a row",
+            progress.step,
+            progress.epoch,
+            progress.batch_in_epoch,
+            progress.bad_in_a_row,
+        )
+        if progress.bad_in_a_row < limit:
+            return
+        kept = (
+            f"{self.run_dir / 'last.pt'} (step {progress.saved_step}) and best.pt are untouched"
+            if progress.saved_step is not None
+            else "no checkpoint had been written yet"
+        )
+        raise UserError(
+            f"training diverged: {limit} batches in a row gave a non-finite loss or gradient "
+            f"(train.max_bad_steps={limit}) after step {progress.step}; {kept}. Lower "
+            "train.lr, keep train.clip_norm above 0, or look for broken pairs in the data."
+        )
 
     @torch.no_grad()
     def validate(self) -> None:
@@ -167,6 +207,7 @@ class Trainer:
             self.progress.best_bleu = scores.bleu
             self._save("best.pt", record)
         self._save("last.pt", record)
+        self.progress.saved_step = self.progress.step
 
     def _valid_loss(self, src: list[str], refs: list[str]) -> float:
         """Teacher-forced cross-entropy per target token (no label smoothing)."""

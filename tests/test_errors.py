@@ -103,6 +103,7 @@ def test_wrong_type_names_key_and_types():
     [
         ("model.decoder.hidden_dim=-4", "model.decoder.hidden_dim"),
         ("model.encoder.dropout=1.0", "model.encoder.dropout"),
+        ("train.max_bad_steps=0", "train.max_bad_steps"),
         ("decode.max_src_len=0", "decode.max_src_len"),
     ],
 )
@@ -300,6 +301,37 @@ def test_output_in_missing_directory_fails_before_any_work(tmp_path):
 
 
 # Training faults
+
+
+def poison_loss(monkeypatch, bad_calls):
+    """Makes the training loss NaN (or inf) on the given calls, gradients included."""
+    import nmt.train
+
+    real, calls = nmt.train.token_loss, []
+
+    def token_loss(*args, **kwargs):
+        loss = real(*args, **kwargs)
+        if not torch.is_grad_enabled():  # validation
+            return loss
+        calls.append(len(calls) + 1)
+        if calls[-1] in bad_calls:
+            return loss * (math.inf if calls[-1] % 2 else math.nan)
+        return loss
+
+    monkeypatch.setattr(nmt.train, "token_loss", token_loss)
+
+
+def test_non_finite_loss_skips_the_batch_then_aborts(monkeypatch, corpus_dir, tmp_path):
+    # batch 2 is bad once; from batch 6 on every batch is bad. Checkpoints come at step 3.
+    poison_loss(monkeypatch, {2, *range(6, 100)})
+    result = train_on(corpus_dir, tmp_path, "train.max_bad_steps=3")
+    refused(result, "training diverged", "train.max_bad_steps=3", "after step 4", "train.lr")
+    log = (tmp_path / "train.log").read_text()
+    assert log.count("batch skipped") == 4 and "after step 1 (epoch 0, batch 2)" in log
+    for name in ("best.pt", "last.pt"):
+        payload = load_checkpoint(tmp_path / name)
+        assert payload["step"] == 3
+        assert all(torch.isfinite(w).all() for w in payload["model"].values())
 
 
 def test_disk_full_at_checkpoint_keeps_the_previous_one(monkeypatch, corpus_dir, tmp_path):
