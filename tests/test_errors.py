@@ -391,3 +391,12 @@ def test_overwrite_with_a_bad_corpus_keeps_the_old_run(run, corpus, tmp_path):
 def test_train_log_keeps_what_was_logged_before_the_run_dir_existed(run):
     log = (run / "train.log").read_text()
     assert log.index("pairs kept") < log.index("training pairs, vocab")
+
+
+def test_unexpected_exception_is_an_internal_error(monkeypatch, run):
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("nmt.translator.load_translator", broken)
+    result = cli("translate", "--checkpoint", run / "best.pt", input="a dog\n")
+    assert result.exit_code == 1 and isinstance(result.exception, RuntimeError)
