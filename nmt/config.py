@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -231,9 +232,15 @@ def _convert(hint: Any, value: Any, path: str) -> Any:
         raise ConfigError(path, f"needs a {hint.__name__} value, got null")
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if hint is float and isinstance(value, str) and _EXPONENT_FLOAT.fullmatch(value):
+        return float(value)
     if hint is int and isinstance(value, bool) or not isinstance(value, hint):
         raise ConfigError(path, f"expected {hint.__name__}, got {_describe(value)}")
     return value
+
+
+# YAML 1.1, which PyYAML follows, reads 1e-3 (an exponent but no dot) as a string.
+_EXPONENT_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
 
 
 def _describe(value: Any) -> str:
