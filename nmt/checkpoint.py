@@ -7,6 +7,7 @@ leaves either the old checkpoint or the new one, never a torn file. They are rea
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import re
@@ -33,18 +34,22 @@ def save_checkpoint(path: Path, payload: dict) -> None:
     except OSError as error:
         raise UserError(
             f"cannot write checkpoint {path}: {error.strerror or error}. The previous "
-            f"{path.name}, if any, is unchanged. Free disk space or make {path.parent} "
-            "writable, then train again."
+            f"{path.name}, if any, is unchanged and usable. Free disk space or make "
+            f"{path.parent} writable."
         ) from None
 
 
 def _write_atomically(path: Path, payload: dict) -> None:
+    """Serialises in memory first: torch's zip writer turns a full disk into an opaque
+    RuntimeError ("unexpected pos 64 vs 0"), where a plain write reports the OS reason."""
+    serialised = io.BytesIO()
+    torch.save(payload, serialised)
     handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, renamed only if complete
         dir=path.parent, prefix=f".{path.name}.", delete=False
     )
     try:
         with handle:
-            torch.save(payload, handle)
+            handle.write(serialised.getbuffer())
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(handle.name, path)

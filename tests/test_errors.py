@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import errno
 import math
+import os
 import shutil
+import stat
 import zipfile
 
 import pytest
@@ -337,14 +339,16 @@ def test_non_finite_loss_skips_the_batch_then_aborts(monkeypatch, corpus_dir, tm
 def test_disk_full_at_checkpoint_keeps_the_previous_one(monkeypatch, corpus_dir, tmp_path):
     import nmt.checkpoint
 
-    real, saved = nmt.checkpoint.torch.save, []
+    real_fsync, files_synced = nmt.checkpoint.os.fsync, []
 
-    def save(*args, **kwargs):
-        if len(saved) == 2:  # best.pt and last.pt at step 3 are written, nothing after
-            raise OSError(errno.ENOSPC, "No space left on device")
-        saved.append(real(*args, **kwargs))
+    def fsync(fd):
+        if stat.S_ISREG(os.fstat(fd).st_mode):  # a checkpoint, not its directory
+            if len(files_synced) == 2:  # best.pt and last.pt at step 3 are written
+                raise OSError(errno.ENOSPC, "No space left on device")
+            files_synced.append(fd)
+        real_fsync(fd)
 
-    monkeypatch.setattr(nmt.checkpoint.torch, "save", save)
+    monkeypatch.setattr(nmt.checkpoint.os, "fsync", fsync)
     result = train_on(corpus_dir, tmp_path)
     refused(result, "cannot write checkpoint", tmp_path, "No space left on device")
     assert sorted(p.name for p in tmp_path.glob("*.pt*")) == ["best.pt", "last.pt"]
