@@ -55,8 +55,8 @@ def start_run(run_dir: Path, config: Experiment, tokenizer: Tokenizer) -> None:
         tokenizer.save(run_dir)
     except OSError as error:
         raise UserError(
-            f"cannot write the run directory {run_dir}: {error.strerror or error} "
-            f"({error.filename}). Choose another --run-dir or fix its permissions."
+            f"cannot write {error.filename or run_dir}: {error.strerror or error}. "
+            "Choose another --run-dir or fix its permissions."
         ) from None
 
 

@@ -376,6 +376,12 @@ def test_run_dir_holding_another_run_is_refused(run):
     assert {p.name: p.read_bytes() for p in run.iterdir()} == before
 
 
+def test_unwritable_run_dir_is_named(corpus_dir, tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    result = train_on(corpus_dir, tmp_path / "file" / "run")
+    refused(result, f"cannot write {tmp_path / 'file' / 'run'}", "--run-dir")
+
+
 def test_overwrite_with_a_bad_corpus_keeps_the_old_run(run, corpus, tmp_path):
     before = {p.name: p.read_bytes() for p in run.iterdir()}
     (corpus / "train.de").write_text("ein Hund\n")
