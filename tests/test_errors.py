@@ -247,6 +247,22 @@ def test_weights_that_do_not_match_the_config(run, tmp_path):
     refused(result, path, "do not match its own config", "decoder")
 
 
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (lambda p: {"format_version": 1}, "is not an nmt checkpoint"),
+        (lambda p: p["config"]["decode"].update(beam_size=5), "decode.beam_size"),
+        (lambda p: p["tokenizer"].update(src=b"not a model"), "its tokenizer cannot be read"),
+    ],
+    ids=["no weights", "unknown config key", "broken tokenizer"],
+)
+def test_checkpoint_contents_nmt_cannot_use(run, tmp_path, change, expected):
+    payload = load_checkpoint(run / "best.pt")
+    path = tmp_path / "odd.pt"
+    torch.save(change(payload) or payload, path)
+    refused(cli("translate", "--checkpoint", path, input="a dog\n"), path, expected)
+
+
 @pytest.mark.parametrize("command", ["translate", "eval"])
 def test_newer_checkpoint_format_is_refused(run, tmp_path, command):
     payload = load_checkpoint(run / "best.pt")
