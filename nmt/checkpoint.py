@@ -7,30 +7,49 @@ leaves either the old checkpoint or the new one, never a torn file. They are rea
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
+import re
 import tempfile
 import zipfile
 from pathlib import Path
 
 import torch
 
-from nmt.config import Experiment, config_from_dict, config_to_dict
+from nmt.config import ConfigError, Experiment, config_from_dict, config_to_dict
 from nmt.errors import UserError
 from nmt.model import Seq2Seq, build_model
 from nmt.tokenizer import Tokenizer
 
 FORMAT_VERSION = 1
+REQUIRED_KEYS = {"format_version", "config", "tokenizer", "model"}
 
 
 def save_checkpoint(path: Path, payload: dict) -> None:
+    """Replaces `path` atomically; on a write error (disk full, read-only) the old file stays."""
     path = Path(path)
+    try:
+        _write_atomically(path, {"format_version": FORMAT_VERSION, **payload})
+    except OSError as error:
+        raise UserError(
+            f"cannot write checkpoint {path}: {error.strerror or error}. The previous "
+            f"{path.name}, if any, is unchanged and usable. Free disk space or make "
+            f"{path.parent} writable."
+        ) from None
+
+
+def _write_atomically(path: Path, payload: dict) -> None:
+    """Serialises in memory first: torch's zip writer turns a full disk into an opaque
+    RuntimeError ("unexpected pos 64 vs 0"), where a plain write reports the OS reason."""
+    serialised = io.BytesIO()
+    torch.save(payload, serialised)
     handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, renamed only if complete
         dir=path.parent, prefix=f".{path.name}.", delete=False
     )
     try:
         with handle:
-            torch.save({"format_version": FORMAT_VERSION, **payload}, handle)
+            handle.write(serialised.getbuffer())
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(handle.name, path)
@@ -45,30 +64,44 @@ def save_checkpoint(path: Path, payload: dict) -> None:
 
 
 def load_checkpoint(path: Path) -> dict:
+    """Reads a checkpoint; any file that is not one nmt wrote is a UserError, never code run."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"checkpoint {path} does not exist.")
+    if not zipfile.is_zipfile(path):  # torch.save always writes a zip archive
+        raise _corrupt(path, "not a PyTorch zip archive")
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as error:
+        found = re.search(r"Unsupported global: GLOBAL (\S+)", str(error))
         raise UserError(
-            f"checkpoint {path} was refused: it holds objects other than tensors "
-            f"and plain data, which could run code ({str(error).splitlines()[0]}). "
-            "Only load checkpoints written by nmt."
+            f"checkpoint {path} was refused: it refers to "
+            f"{found.group(1) if found else 'objects'} beyond tensors and plain data, so "
+            "loading it could run code. Only load checkpoints written by nmt."
         ) from None
-    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError) as error:
+    except Exception as error:  # a damaged archive makes the reader fail in many ways
+        raise _corrupt(path, _first_line(error)) from None
+    version = payload.get("format_version") if isinstance(payload, dict) else None
+    if isinstance(version, int) and version > FORMAT_VERSION:
         raise UserError(
-            f"checkpoint {path} is truncated or corrupt ({error}). "
-            "Use another checkpoint, e.g. last.pt or best.pt of the run."
-        ) from None
-    if not isinstance(payload, dict) or "format_version" not in payload:
-        raise UserError(f"{path} is not an nmt checkpoint.")
-    if payload["format_version"] > FORMAT_VERSION:
-        raise UserError(
-            f"checkpoint {path} has format version {payload['format_version']}, "
+            f"checkpoint {path} has format version {version}, "
             f"newer than this nmt reads ({FORMAT_VERSION}). Upgrade nmt."
         )
+    if not isinstance(version, int) or not REQUIRED_KEYS.issubset(payload):
+        raise UserError(f"{path} is not an nmt checkpoint (it lacks weights, config or tokenizer).")
     return payload
+
+
+def _corrupt(path: Path, reason: str) -> UserError:
+    return UserError(
+        f"checkpoint {path} is truncated or corrupt ({reason}). "
+        "Use another checkpoint, e.g. last.pt or best.pt of the run."
+    )
+
+
+def _first_line(error: Exception) -> str:
+    lines = str(error).splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
 def checkpoint_payload(
@@ -85,8 +118,17 @@ def checkpoint_payload(
 
 def restore_model(payload: dict, path: Path) -> tuple[Seq2Seq, Tokenizer, Experiment]:
     """Rebuilds the model and tokenizer from a checkpoint alone, in eval mode."""
-    config = config_from_dict(payload["config"])
-    tokenizer = Tokenizer.from_state(payload["tokenizer"])
+    try:
+        config = config_from_dict(payload["config"])
+    except ConfigError as error:
+        raise UserError(
+            f"checkpoint {path}: its config does not fit this nmt ({error}). "
+            "It was probably written by a newer nmt; upgrade nmt."
+        ) from None
+    try:
+        tokenizer = Tokenizer.from_state(payload["tokenizer"])
+    except RuntimeError as error:
+        raise _corrupt(path, f"its tokenizer cannot be read: {_first_line(error)}") from None
     model = build_model(
         config.model,
         tokenizer.src.size,
@@ -97,8 +139,12 @@ def restore_model(payload: dict, path: Path) -> tuple[Seq2Seq, Tokenizer, Experi
     try:
         model.load_state_dict(payload["model"])
     except RuntimeError as error:
+        # the first line only says "Error(s) in loading state_dict"; the next names a tensor
+        first = next(
+            line.strip() for line in str(error).splitlines()[1:] + [str(error)] if line.strip()
+        )
         raise UserError(
             f"checkpoint {path}: its weights do not match its own config "
-            f"({str(error).splitlines()[0]}). The file was altered or mixed up."
+            f"({first[:200]}). The file was altered or mixed up."
         ) from None
     return model.eval(), tokenizer, config

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -185,9 +186,10 @@ class TrainConfig:
     valid_every: int = 500
     valid_max_sentences: int | None = None
     threads: int | None = None
+    max_bad_steps: int = 10
 
     def __post_init__(self) -> None:
-        _positive(self, "max_steps", "batch_tokens", "log_every", "valid_every")
+        _positive(self, "max_steps", "batch_tokens", "log_every", "valid_every", "max_bad_steps")
         _require(self.lr > 0, "lr", f"must be positive, got {self.lr}")
         _require(self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be > 0")
         _require(self.clip_norm >= 0, "clip_norm", "must be >= 0 (0 turns clipping off)")
@@ -215,9 +217,10 @@ class DecodeConfig:
     top_k: int = 0  # 0: no limit
     top_p: float = 1.0
     seed: int = 0
+    max_src_len: int = 250
 
     def __post_init__(self) -> None:
-        _positive(self, "batch_size", "beam", "nbest", "temperature")
+        _positive(self, "batch_size", "beam", "nbest", "temperature", "max_src_len")
         _require(self.max_len_ratio > 0, "max_len_ratio", "must be positive")
         _require(self.max_len_extra >= 0, "max_len_extra", "must be >= 0")
         _require(self.alpha >= 0, "alpha", f"must be >= 0, got {self.alpha}")
@@ -285,6 +288,8 @@ def _convert(hint: Any, value: Any, path: str) -> Any:
         choices = typing.get_args(hint)
         if value not in choices:
             allowed = ", ".join(repr(choice) for choice in choices)
+            if not isinstance(value, str):
+                raise ConfigError(path, f"expected one of {allowed}, got {_describe(value)}")
             raise ConfigError(path, f"{value!r} is not one of {allowed}.{_suggest(value, choices)}")
         return value
     if dataclasses.is_dataclass(hint):
@@ -293,13 +298,23 @@ def _convert(hint: Any, value: Any, path: str) -> Any:
         raise ConfigError(path, f"needs a {hint.__name__} value, got null")
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if hint is float and isinstance(value, str) and _EXPONENT_FLOAT.fullmatch(value):
+        return float(value)
     if hint is int and isinstance(value, bool) or not isinstance(value, hint):
         raise ConfigError(path, f"expected {hint.__name__}, got {_describe(value)}")
     return value
 
 
+# YAML 1.1, which PyYAML follows, reads 1e-3 (an exponent but no dot) as a string.
+_EXPONENT_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
 def _describe(value: Any) -> str:
-    return f"{type(value).__name__} {value!r}"
+    """Type and a short repr; containers by size, as YAML aliases can nest them exponentially."""
+    if isinstance(value, (list, dict)):
+        return f"a {type(value).__name__} of {len(value)} items"
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
 
 
 def _join(path: str, key: str) -> str:

@@ -45,6 +45,13 @@ def cache_dir(config: DataConfig) -> Path:
 
 def load_split(config: DataConfig, role: str) -> ParallelText:
     """Reads the split that plays `role` (train, valid or test) from wherever the config says."""
+    text = _read_split(config, role)
+    if not text.src:
+        raise UserError(f"{text.origin}: the {role} split has no sentence pairs.")
+    return text
+
+
+def _read_split(config: DataConfig, role: str) -> ParallelText:
     split = getattr(config.splits, role)
     if config.path:
         return _read_local(Path(config.path), split, config)
@@ -63,17 +70,20 @@ def load_split(config: DataConfig, role: str) -> ParallelText:
 
 def _read_local(directory: Path, split: str, config: DataConfig) -> ParallelText:
     if not directory.is_dir():
+        problem = "is not a directory" if directory.exists() else "does not exist"
         raise UserError(
-            f"data.path {directory} is not a directory. Point it at the folder that "
+            f"data.path {directory} {problem}. Point it at the folder that "
             f"holds {split}.{config.src_lang} and {split}.{config.tgt_lang}."
         )
     src_file = directory / f"{split}.{config.src_lang}"
     tgt_file = directory / f"{split}.{config.tgt_lang}"
     if src_file.exists() and tgt_file.exists():
+        _require_content(src_file, tgt_file)
         return _read_text_pair(src_file, tgt_file)
     for suffix, builder in TABLE_FORMATS.items():
         table = directory / f"{split}.{suffix}"
         if table.exists():
+            _require_content(table)
             return _read_table(table, builder, config)
     found = ", ".join(sorted(p.name for p in directory.iterdir())[:12]) or "nothing"
     raise UserError(
@@ -81,6 +91,16 @@ def _read_local(directory: Path, split: str, config: DataConfig) -> ParallelText
         f"{tgt_file.name}, or {split}.tsv / {split}.jsonl / {split}.parquet; found: {found}. "
         "Check data.splits, data.src_lang and data.tgt_lang."
     )
+
+
+def _require_content(*files: Path) -> None:
+    """An empty file would surface later as a puzzling error about a split or a count."""
+    empty = [str(file) for file in files if file.stat().st_size == 0]
+    if empty:
+        raise UserError(
+            f"{' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty. "
+            "Put one sentence a line in it, or point data.path / data.splits elsewhere."
+        )
 
 
 def read_lines(path: Path) -> list[str]:

@@ -7,6 +7,7 @@ redirected to stdin is read whole in one go, which batches best.
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Iterator
@@ -18,11 +19,16 @@ BOM = b"\xef\xbb\xbf"
 
 def line_batches(stream: BinaryIO) -> Iterator[list[str]]:
     """Yields the complete lines each read brings (UTF-8, line ends and a BOM removed)."""
-    descriptor = stream.fileno()
-    status = os.fstat(descriptor)
-    size = max(CHUNK, status.st_size + 1) if stat.S_ISREG(status.st_mode) else CHUNK
+    try:
+        descriptor = stream.fileno()
+    except (OSError, ValueError):  # an in-memory stream (nmt embedded, tests): read it whole
+        read, size = stream.read, -1
+    else:
+        status = os.fstat(descriptor)
+        size = max(CHUNK, status.st_size + 1) if stat.S_ISREG(status.st_mode) else CHUNK
+        read = functools.partial(os.read, descriptor)
     pending, first = b"", True
-    while chunk := os.read(descriptor, size):
+    while chunk := read(size):
         pending += chunk.removeprefix(BOM) if first else chunk
         first = False
         *complete, pending = pending.split(b"\n")

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from nmt.checkpoint import checkpoint_payload, save_checkpoint
-from nmt.config import Experiment, config_to_dict
+from nmt.config import Experiment
 from nmt.data import (
     Batch,
     EncodedSplit,
@@ -34,6 +34,7 @@ from nmt.errors import UserError
 from nmt.evaluate import Scores, score
 from nmt.loss import token_loss
 from nmt.model import Seq2Seq, build_model
+from nmt.rundir import RunLog, check_run_dir, start_run
 from nmt.tokenizer import Tokenizer, build_tokenizer
 from nmt.translator import Translator
 
@@ -66,6 +67,8 @@ class Progress:
     epoch: int = 0
     batch_in_epoch: int = 0
     best_bleu: float = -1.0
+    saved_step: int | None = None  # of last.pt
+    bad_in_a_row: int = 0  # batches skipped for a non-finite loss or gradient
     started: float = field(default_factory=time.monotonic)
 
     def minutes(self) -> float:
@@ -87,7 +90,6 @@ class Trainer:
             config.train.seed,
         )
         self.progress = Progress()
-        self.metrics_file = (run_dir / "metrics.jsonl").open("a", encoding="utf-8")
 
     def fit(self) -> dict:
         train = self.config.train
@@ -96,6 +98,10 @@ class Trainer:
             if self._out_of_budget():
                 break
             loss = self.train_step(batch)
+            if loss is None:
+                self._skip_bad_batch()
+                continue
+            self.progress.bad_in_a_row = 0
             window.add(loss, batch.num_tgt_tokens)
             self.progress.step += 1
             if self.progress.step % train.log_every == 0:
@@ -129,8 +135,9 @@ class Trainer:
             train.max_minutes is not None and self.progress.minutes() >= train.max_minutes
         )
 
-    def train_step(self, batch: Batch) -> torch.Tensor:
-        """One update; returns the summed loss as a tensor (no host sync here)."""
+    def train_step(self, batch: Batch) -> torch.Tensor | None:
+        """One update; returns the summed loss as a tensor, or None when the loss or gradient
+        was not finite and the update was skipped (one host sync, after backward is queued)."""
         self.model.train()
         logits, _ = self.model(batch.src, batch.src_lengths, batch.tgt_in)
         loss = token_loss(
@@ -141,10 +148,42 @@ class Trainer:
         )
         self.optimizer.zero_grad(set_to_none=True)
         (loss / batch.num_tgt_tokens).backward()
+        finite = torch.isfinite(loss)
         if self.config.train.clip_norm > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.train.clip_norm)
+            norm = torch.nn.utils.clip_grad_norm_(
+                self.model.parameters(), self.config.train.clip_norm
+            )
+            finite &= torch.isfinite(norm)
+        if not bool(finite):
+            return None
         self.optimizer.step()
         return loss.detach()
+
+    def _skip_bad_batch(self) -> None:
+        """Warns about a skipped batch; max_bad_steps of them in a row end the run."""
+        progress, limit = self.progress, self.config.train.max_bad_steps
+        progress.bad_in_a_row += 1
+        _clear_progress()
+        log.warning(
+            "warning: non-finite loss or gradient after step %d (epoch %d, batch %d): "
+            "batch skipped, %d in a row",
+            progress.step,
+            progress.epoch,
+            progress.batch_in_epoch,
+            progress.bad_in_a_row,
+        )
+        if progress.bad_in_a_row < limit:
+            return
+        kept = (
+            f"{self.run_dir / 'last.pt'} (step {progress.saved_step}) and best.pt are untouched"
+            if progress.saved_step is not None
+            else "no checkpoint had been written yet"
+        )
+        raise UserError(
+            f"training diverged: {limit} batches in a row gave a non-finite loss or gradient "
+            f"(train.max_bad_steps={limit}) after step {progress.step}; {kept}. Lower "
+            "train.lr, keep train.clip_norm above 0, or look for broken pairs in the data."
+        )
 
     @torch.no_grad()
     def validate(self) -> None:
@@ -169,6 +208,7 @@ class Trainer:
             self.progress.best_bleu = scores.bleu
             self._save("best.pt", record)
         self._save("last.pt", record)
+        self.progress.saved_step = self.progress.step
 
     def _valid_loss(self, src: list[str], refs: list[str]) -> float:
         """Teacher-forced cross-entropy per target token (no label smoothing)."""
@@ -221,8 +261,8 @@ class Trainer:
         )
 
     def _record(self, record: dict) -> None:
-        self.metrics_file.write(json.dumps(record) + "\n")
-        self.metrics_file.flush()
+        with (self.run_dir / "metrics.jsonl").open("a", encoding="utf-8") as metrics:
+            metrics.write(json.dumps(record) + "\n")
         _clear_progress()
         log.info(" ".join(f"{k}={v}" for k, v in record.items() if "signature" not in k))
 
@@ -278,31 +318,6 @@ def _clear_progress() -> None:
         sys.stderr.write("\r\033[K")
 
 
-def setup_run_dir(run_dir: Path, overwrite: bool) -> None:
-    if (run_dir / "last.pt").exists() and not overwrite:
-        raise UserError(
-            f"run directory {run_dir} already holds a run (last.pt). Pass --overwrite "
-            "to start afresh there, or choose another --run-dir."
-        )
-    run_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("metrics.jsonl", "train.log"):
-        (run_dir / name).unlink(missing_ok=True)
-
-
-def _setup_logging(run_dir: Path) -> None:
-    logger = logging.getLogger("nmt")
-    logger.setLevel(logging.INFO)
-    for handler in list(logger.handlers):
-        logger.removeHandler(handler)
-        handler.close()
-    file_handler = logging.FileHandler(run_dir / "train.log", encoding="utf-8")
-    file_handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
-    console = logging.StreamHandler(sys.stderr)
-    console.setFormatter(logging.Formatter("%(message)s"))
-    logger.addHandler(file_handler)
-    logger.addHandler(console)
-
-
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     torch.manual_seed(seed)
@@ -310,15 +325,17 @@ def seed_everything(seed: int) -> None:
 
 def train_experiment(config: Experiment, run_dir: Path, overwrite: bool = False) -> dict:
     """The whole `nmt train` command: returns the test scores of the best checkpoint."""
-    import yaml
+    check_run_dir(run_dir, overwrite)
+    with RunLog() as run_log:
+        torch.set_num_threads(config.train.threads or os.cpu_count() or 1)
+        seed_everything(config.train.seed)
+        corpus = prepare_corpus(config)
+        start_run(run_dir, config, corpus.tokenizer)
+        run_log.attach(run_dir)
+        return _fit(config, run_dir, corpus)
 
-    setup_run_dir(run_dir, overwrite)
-    _setup_logging(run_dir)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
-    torch.set_num_threads(config.train.threads or os.cpu_count() or 1)
-    seed_everything(config.train.seed)
-    corpus = prepare_corpus(config)
-    corpus.tokenizer.save(run_dir)
+
+def _fit(config: Experiment, run_dir: Path, corpus: Corpus) -> dict:
     tokenizer = corpus.tokenizer
     model = build_model(
         config.model,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,8 @@ from nmt.errors import UserError
 from nmt.sampling import sample_search
 from nmt.search import Hypothesis, greedy_search, max_lengths
 from nmt.tokenizer import Tokenizer
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -50,7 +53,7 @@ class Translator:
     def translate(self, lines: Sequence[str], batch_size: int | None = None) -> list[Translation]:
         """Translates every line; a blank line gives a blank translation, in input order."""
         batch_size = batch_size or self.decode.batch_size
-        src_ids = self.tokenizer.src.encode([line.strip() for line in lines])
+        src_ids = self._truncated(self.tokenizer.src.encode([line.strip() for line in lines]))
         results = [Translation(ids, [], []) for ids in src_ids]
         order = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
         for start in range(0, len(order), batch_size):
@@ -63,6 +66,22 @@ class Translator:
                 texts = [self.tokenizer.tgt.decode(h.tokens) for h in hypotheses]
                 results[index] = Translation(src_ids[index], hypotheses, texts)
         return results
+
+    def _truncated(self, src_ids: list[list[int]]) -> list[list[int]]:
+        """Cuts sources at decode.max_src_len subwords, so one huge line cannot exhaust memory."""
+        limit = self.decode.max_src_len
+        long = [index for index, ids in enumerate(src_ids) if len(ids) > limit]
+        if not long:
+            return src_ids
+        log.warning(
+            "warning: %d source line(s) longer than decode.max_src_len=%d subwords were cut to "
+            "that length (first: line %d, %d subwords). Raise decode.max_src_len to keep more.",
+            len(long),
+            limit,
+            long[0] + 1,
+            len(src_ids[long[0]]),
+        )
+        return [ids[:limit] for ids in src_ids]
 
     def _search(self, src_ids: list[list[int]]) -> list[list[Hypothesis]]:
         decode, tgt = self.decode, self.tokenizer.tgt

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,18 @@ from nmt.tokenizer import Tokenizer, build_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
+
+
+def nmt(*args, input=None, cwd=None):
+    """Runs the real entry point, `python -m nmt`, in a fresh process."""
+    return subprocess.run(
+        [sys.executable, "-m", "nmt", *map(str, args)],
+        capture_output=True,
+        text=True,
+        input=input,
+        cwd=cwd,
+        env={**os.environ},
+    )
 
 
 def write_parallel(directory: Path, split: str, pairs: list[tuple[str, str]]) -> None:
@@ -40,6 +55,7 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
 
 TINY_OVERRIDES = [
     "data.src_lang=en",
+    "train.threads=1",  # tiny models run faster on one thread than on two competing ones
     "data.tgt_lang=de",
     "tokenizer.vocab_size=200",
     "model.encoder.emb_dim=16",

@@ -1,25 +1,11 @@
 """The real entry point, end to end: train on a small corpus, translate, evaluate."""
 
 import json
-import os
-import subprocess
-import sys
 import time
 
 import pytest
 
-from conftest import ROOT, TINY_OVERRIDES
-
-
-def nmt(*args, input=None, cwd=None):
-    return subprocess.run(
-        [sys.executable, "-m", "nmt", *map(str, args)],
-        capture_output=True,
-        text=True,
-        input=input,
-        cwd=cwd,
-        env={**os.environ},
-    )
+from conftest import ROOT, TINY_OVERRIDES, nmt
 
 
 @pytest.fixture(scope="module")

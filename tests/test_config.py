@@ -45,6 +45,13 @@ def test_int_is_accepted_for_float(tmp_path):
     assert load_config(write(tmp_path, "train: {lr: 1}\n")).train.lr == 1.0
 
 
+def test_exponent_without_dot_is_a_float(tmp_path):
+    assert load_config(write(tmp_path, "train: {lr: 2e-4}\n")).train.lr == 2e-4
+    assert load_config(write(tmp_path, ""), ["train.lr=1E-3"]).train.lr == 1e-3
+    with pytest.raises(ConfigError, match="expected int, got str '1e3'"):
+        load_config(write(tmp_path, ""), ["train.max_steps=1e3"])
+
+
 def test_bad_enum_lists_choices(tmp_path):
     with pytest.raises(ConfigError) as error:
         load_config(write(tmp_path, "model: {encoder: {rnn: gruu}}\n"))

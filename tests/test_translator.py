@@ -80,3 +80,12 @@ def test_nbest_hypotheses_are_distinct_and_blank_lines_have_none(tiny_config, to
     for translation in results[::2]:
         assert len({tuple(h.tokens) for h in translation.hypotheses}) == 3
         assert translation.text == translation.texts[0]
+
+
+def test_long_sources_are_cut_to_max_src_len(tiny_config, tokenizer):
+    decode = dataclasses.replace(tiny_config.decode, max_src_len=12)
+    translator = Translator(make_translator(tiny_config, tokenizer).model, tokenizer, decode)
+    (result,) = translator.translate(["the dog sees the cat because we sleep. " * 20])
+    assert len(result.src_ids) == 12
+    limit = max_lengths(torch.tensor([12]), decode.max_len_ratio, decode.max_len_extra)
+    assert len(result.hypotheses[0].tokens) <= int(limit)

@@ -1,0 +1,92 @@
+"""The run directory: one run's files, never mixed with another's.
+
+It is checked before any work and written only once the corpus has loaded, so a bad
+config or corpus leaves an old run (even one about to be `--overwrite`n) untouched.
+Log lines from before it exists are held back and land at the top of `train.log`.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import sys
+from pathlib import Path
+
+import yaml
+
+from nmt.config import Experiment, config_to_dict
+from nmt.errors import UserError
+from nmt.tokenizer import Tokenizer
+
+RUN_FILES = (
+    "config.yaml",
+    "metrics.jsonl",
+    "train.log",
+    "best.pt",
+    "last.pt",
+    "test.hyp",
+    "spm.model",
+    "spm.src.model",
+    "spm.tgt.model",
+)
+
+
+def check_run_dir(run_dir: Path, overwrite: bool) -> None:
+    """Refuses a directory that holds another run, unless it is to be overwritten."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UserError(f"--run-dir {run_dir} is a file, not a directory. Choose another.")
+    found = [name for name in RUN_FILES if (run_dir / name).exists()]
+    if found and not overwrite:
+        raise UserError(
+            f"run directory {run_dir} already holds a run ({', '.join(found)}). Pass "
+            "--overwrite to replace it, or choose another --run-dir."
+        )
+
+
+def start_run(run_dir: Path, config: Experiment, tokenizer: Tokenizer) -> None:
+    """Removes the files of an old run, then writes the resolved config and the tokenizer."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        for name in RUN_FILES:
+            (run_dir / name).unlink(missing_ok=True)
+        (run_dir / "config.yaml").write_text(
+            yaml.safe_dump(config_to_dict(config), sort_keys=False), encoding="utf-8"
+        )
+        tokenizer.save(run_dir)
+    except OSError as error:
+        raise UserError(
+            f"cannot write {error.filename or run_dir}: {error.strerror or error}. "
+            "Choose another --run-dir or fix its permissions."
+        ) from None
+
+
+class RunLog:
+    """Logs of the `nmt` logger to stderr at once, and to `train.log` from `attach(run_dir)`."""
+
+    def __init__(self) -> None:
+        self.logger = logging.getLogger("nmt")
+        console = logging.StreamHandler(sys.stderr)
+        console.setFormatter(logging.Formatter("%(message)s"))
+        self.early = logging.handlers.MemoryHandler(capacity=10_000, flushLevel=logging.CRITICAL)
+        self.handlers: list[logging.Handler] = [console, self.early]
+
+    def __enter__(self) -> RunLog:
+        self.logger.setLevel(logging.INFO)
+        for handler in self.handlers:
+            self.logger.addHandler(handler)
+        return self
+
+    def attach(self, run_dir: Path) -> None:
+        """Starts `train.log` with the lines held back so far."""
+        file_handler = logging.FileHandler(run_dir / "train.log", encoding="utf-8")
+        file_handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+        self.early.setTarget(file_handler)
+        self.early.close()  # flushes into train.log
+        self.logger.removeHandler(self.early)
+        self.handlers = [self.handlers[0], file_handler]
+        self.logger.addHandler(file_handler)
+
+    def __exit__(self, *exc_info) -> None:
+        for handler in self.handlers:
+            self.logger.removeHandler(handler)
+            handler.close()
