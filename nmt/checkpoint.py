@@ -21,12 +21,13 @@ from nmt.model import Seq2Seq, build_model
 from nmt.tokenizer import Tokenizer
 
 FORMAT_VERSION = 1
+TEMPORARY_SUFFIX = ".tmp"  # a write killed midway leaves .NAME.XXXX.tmp
 
 
 def save_checkpoint(path: Path, payload: dict) -> None:
     path = Path(path)
     handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, renamed only if complete
-        dir=path.parent, prefix=f".{path.name}.", delete=False
+        dir=path.parent, prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX, delete=False
     )
     try:
         with handle:
@@ -42,6 +43,12 @@ def save_checkpoint(path: Path, payload: dict) -> None:
         os.fsync(directory)
     finally:
         os.close(directory)
+
+
+def remove_temporaries(directory: Path) -> None:
+    """Deletes what writes killed midway (kill -9, power loss) left behind in `directory`."""
+    for leftover in Path(directory).glob(f".*.pt.*{TEMPORARY_SUFFIX}"):
+        leftover.unlink(missing_ok=True)
 
 
 def load_checkpoint(path: Path) -> dict:
