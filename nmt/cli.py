@@ -58,8 +58,14 @@ def train(
         typer.Option(help="Where checkpoints and logs go (default: runs/<config name>)."),
     ] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace a run already in --run-dir.")] = False,
+    resume: Annotated[
+        bool, typer.Option(help="Continue the run in --run-dir exactly where last.pt left it.")
+    ] = False,
 ) -> None:
     """Train a model, validating with BLEU; ends by scoring the best checkpoint on the test split.
+
+    Ctrl-C (SIGINT) or SIGTERM stops after the current step and saves last.pt; --resume goes on.
+    Under torchrun, trains on every process with DistributedDataParallel.
 
     Example: nmt train --config configs/demo.yaml --set train.max_steps=300
     """
@@ -70,7 +76,14 @@ def train(
 
         experiment = load_config(config, set_ or [])
         directory = run_dir or Path("runs") / experiment.name
-        scores = train_experiment(experiment, directory, overwrite=overwrite)
+        outcome = train_experiment(experiment, directory, overwrite=overwrite, resume=resume)
+        if not outcome.is_main:
+            return
+        if outcome.reason == "interrupted":
+            command = _resume_command(config, set_ or [], directory)
+            typer.echo(f"stopped at step {outcome.step}, last.pt saved; resume with: {command}")
+            return
+        scores = outcome.scores
         if scores:
             typer.echo(
                 f"test BLEU {scores['bleu']:.1f}  chrF {scores['chrf']:.1f}  "
@@ -177,6 +190,22 @@ def evaluate(
         typer.echo(json.dumps(scores.as_dict()) if as_json else scores.summary())
 
     _guarded(action)
+
+
+def _resume_command(config: Path, overrides: list[str], run_dir: Path) -> str:
+    """The command line that continues an interrupted run (under torchrun if it ran there)."""
+    import os
+    import shlex
+
+    sets = [arg for override in overrides for arg in ("--set", override)]
+    args = ["train", "--config", str(config), *sets, "--run-dir", str(run_dir), "--resume"]
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1:
+        per_node = os.environ.get("LOCAL_WORLD_SIZE", str(world))
+        prefix = ["torchrun", f"--nproc_per_node={per_node}", "-m", "nmt"]
+    else:
+        prefix = ["nmt"]
+    return shlex.join([*prefix, *args])
 
 
 def _stdin_lines() -> list[str]:

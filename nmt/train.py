@@ -1,160 +1,220 @@
 """Training: data and model set up once, then the loop step, log, validate, save.
 
-Training stops at `train.max_steps` or `train.max_minutes`, whichever comes first, and
-always ends with a validation, so `best.pt` exists even for a run cut short by its budget.
+Training stops at `train.max_steps`, `train.max_minutes`, after `train.patience`
+validations without a new best, or on SIGINT/SIGTERM. Except when interrupted it ends with
+a validation, so `best.pt` exists even for a run cut short by its budget, then scores the
+best checkpoint on the test split. Resuming (`resume=True`) continues a run exactly where
+its last.pt left it (see nmt/resume.py).
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
 import math
 import os
 import random
-import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from nmt.checkpoint import checkpoint_payload, save_checkpoint
+from nmt.checkpoint import checkpoint_payload, load_checkpoint, restore_model, save_checkpoint
 from nmt.config import Experiment, config_to_dict
-from nmt.data import (
-    Batch,
-    EncodedSplit,
-    ParallelText,
-    TokenBatcher,
-    cache_dir,
-    encode_split,
-    load_split,
-    make_batch,
-)
+from nmt.corpus import Corpus, prepare_corpus
+from nmt.data import Batch, make_batch
+from nmt.distributed import Ranks, local_rank, start_ranks, stop_ranks
 from nmt.errors import UserError
 from nmt.evaluate import Scores, score
 from nmt.loss import token_loss
 from nmt.model import Seq2Seq, build_model
-from nmt.tokenizer import Tokenizer, build_tokenizer
+from nmt.optim import build_optimizer, lr_at, reduces_on_plateau, set_lr
+from nmt.precision import Precision, resolve_device
+from nmt.report import LossWindow, Reporter, setup_logging, show_progress
+from nmt.resume import (
+    StopRequest,
+    resume_point,
+    rng_preserved,
+    rng_state,
+    set_rng_state,
+    setup_run_dir,
+    step_checkpoints,
+    trim_metrics,
+)
+from nmt.tokenizer import Tokenizer
 from nmt.translator import Translator
 
 log = logging.getLogger("nmt")
 
 
 @dataclass
-class Corpus:
-    """Everything training reads: the tokenizer, encoded train pairs, raw valid/test text."""
-
-    tokenizer: Tokenizer
-    train: EncodedSplit
-    valid: ParallelText
-    test: ParallelText | None
-
-
-def prepare_corpus(config: Experiment) -> Corpus:
-    train_text = load_split(config.data, "train")
-    valid = load_split(config.data, "valid")
-    test = load_split(config.data, "test") if config.data.splits.test else None
-    tokenizer = build_tokenizer(
-        config.tokenizer, train_text.src, train_text.tgt, cache_dir(config.data)
-    )
-    return Corpus(tokenizer, encode_split(train_text, tokenizer, config.data.max_len), valid, test)
-
-
-@dataclass
 class Progress:
+    """Where training stands; all of it goes into last.pt."""
+
     step: int = 0
     epoch: int = 0
-    batch_in_epoch: int = 0
-    best_bleu: float = -1.0
+    batch_in_epoch: int = 0  # batches of the epoch used so far, over all ranks
+    best: float | None = None  # best validation value of train.best_metric
+    since_best: int = 0  # validations in a row without a new best
+    lr_reductions: int = 0  # plateau schedule
+    earlier_minutes: float = 0.0  # training time before the last resume
     started: float = field(default_factory=time.monotonic)
 
     def minutes(self) -> float:
-        return (time.monotonic() - self.started) / 60
+        return self.earlier_minutes + (time.monotonic() - self.started) / 60
+
+    def state(self) -> dict:
+        state = dataclasses.asdict(self)
+        del state["started"]
+        state["earlier_minutes"] = self.minutes()
+        return state
+
+
+@dataclass
+class Outcome:
+    reason: str  # max_steps, max_minutes, early_stop or interrupted
+    step: int
+    scores: dict  # test scores of the best checkpoint (rank 0, not interrupted)
+    is_main: bool = True
 
 
 class Trainer:
-    def __init__(self, config: Experiment, run_dir: Path, corpus: Corpus, model: Seq2Seq):
+    def __init__(
+        self,
+        config: Experiment,
+        run_dir: Path,
+        corpus: Corpus,
+        model: Seq2Seq,
+        device: torch.device | None = None,
+        ranks: Ranks | None = None,
+        resume_from: dict | None = None,
+    ):
         self.config = config
         self.run_dir = run_dir
         self.corpus = corpus
-        self.model = model
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=config.train.lr)
-        self.batcher = TokenBatcher(
-            [len(s) for s in corpus.train.src],
-            [len(t) for t in corpus.train.tgt],
-            config.train.batch_tokens,
-            config.train.seed,
-        )
+        self.device = device or torch.device("cpu")
+        self.ranks = ranks or Ranks()
+        self.precision = Precision(config.train.precision, self.device)
+        self.model = model.to(self.device)  # what is saved: never the DDP wrapper
+        self.network = self.ranks.wrap(self.model, self.device)  # what computes gradients
+        self.optimizer = build_optimizer(self.model.parameters(), config.train)
         self.progress = Progress()
-        self.metrics_file = (run_dir / "metrics.jsonl").open("a", encoding="utf-8")
+        self.window = LossWindow()
+        self.stop = StopRequest()
+        if resume_from is not None:
+            self.restore(resume_from)
+        self.report = Reporter(
+            run_dir, config.train.tensorboard, self.ranks.is_main, first_step=self.progress.step
+        )
 
-    def fit(self) -> dict:
-        train = self.config.train
-        window = _Window()
-        for batch in self._batches():
-            if self._out_of_budget():
-                break
-            loss = self.train_step(batch)
-            window.add(loss, batch.num_tgt_tokens)
-            self.progress.step += 1
-            if self.progress.step % train.log_every == 0:
-                self._record(window.flush(self.progress, self.optimizer))
-            if self.progress.step % train.valid_every == 0:
+    def fit(self) -> Outcome:
+        train, progress = self.config.train, self.progress
+        batches = self._batches()
+        while (reason := self._stop_reason()) is None:
+            set_lr(self.optimizer, lr_at(progress.step, train, progress.lr_reductions))
+            step = [next(batches) for _ in range(train.accum_steps)]
+            loss, tokens, all_tokens = self.train_step(step)
+            self.window.add(loss, tokens, all_tokens)
+            progress.step += 1
+            if progress.step % train.log_every == 0:
+                self._log()
+            if progress.step % train.valid_every == 0:
                 self.validate()
-            _show_progress(self.progress, train, window)
-        if self.progress.step % train.valid_every != 0:
+            self._show_progress()
+        if reason == "interrupted":
+            self._save_last()
+            return Outcome(reason, progress.step, {}, self.ranks.is_main)
+        if progress.step % train.valid_every != 0:
             self.validate()
-        return self.test()
+        scores = self.test() if self.ranks.is_main else {}
+        self.ranks.barrier()
+        return Outcome(reason, progress.step, scores, self.ranks.is_main)
 
-    def _batches(self):
-        tokenizer = self.corpus.tokenizer
+    def _batches(self) -> Iterator[Batch]:
+        """This rank's batches from the saved data position on, moved to the device; the
+        position advances as they are drawn."""
+        progress, pad_id = self.progress, self.corpus.tokenizer.src.pad_id
         while True:
-            batches = self.batcher.epoch(self.progress.epoch)
-            while self.progress.batch_in_epoch < len(batches):
-                indices = batches[self.progress.batch_in_epoch]
-                self.progress.batch_in_epoch += 1
-                yield make_batch(
-                    [self.corpus.train.src[i] for i in indices],
-                    [self.corpus.train.tgt[i] for i in indices],
-                    tokenizer.tgt,
-                    tokenizer.src.pad_id,
+            drawn = 0
+            start = progress.batch_in_epoch
+            for src, tgt in self.corpus.train.batches(progress.epoch, start, self.ranks):
+                progress.batch_in_epoch += self.ranks.world
+                drawn += 1
+                yield make_batch(src, tgt, self.corpus.tokenizer.tgt, pad_id).to(self.device)
+            if drawn == 0 and start == 0:
+                raise UserError(
+                    f"the train split gives fewer batches than the {self.ranks.world} "
+                    "processes that share them; use fewer processes or a larger corpus."
                 )
-            self.progress.epoch += 1
-            self.progress.batch_in_epoch = 0
+            progress.epoch += 1
+            progress.batch_in_epoch = 0
 
-    def _out_of_budget(self) -> bool:
-        train = self.config.train
-        return self.progress.step >= train.max_steps or (
-            train.max_minutes is not None and self.progress.minutes() >= train.max_minutes
-        )
+    def _stop_reason(self) -> str | None:
+        """Every rank gets the same answer: budgets in time or interruptions may reach the
+        ranks at different steps, so they agree on the most urgent one."""
+        progress, train = self.progress, self.config.train
+        if progress.step >= train.max_steps:
+            return "max_steps"
+        if train.patience is not None and progress.since_best >= train.patience:
+            return "early_stop"
+        out_of_time = train.max_minutes is not None and progress.minutes() >= train.max_minutes
+        urgency = self.ranks.most(2 if self.stop.requested else 1 if out_of_time else 0)
+        return {0: None, 1: "max_minutes", 2: "interrupted"}[urgency]
 
-    def train_step(self, batch: Batch) -> torch.Tensor:
-        """One update; returns the summed loss as a tensor (no host sync here)."""
-        self.model.train()
-        logits, _ = self.model(batch.src, batch.src_lengths, batch.tgt_in)
-        loss = token_loss(
-            logits,
-            batch.tgt_out,
-            self.corpus.tokenizer.tgt.pad_id,
-            self.config.train.label_smoothing,
-        )
+    def train_step(self, batches: list[Batch]) -> tuple[torch.Tensor, int, int]:
+        """One update from `train.accum_steps` micro-batches. Returns this rank's summed loss
+        (a tensor: no host sync here), its target tokens, and the tokens over all ranks.
+
+        The gradient is that of the mean loss per target token over every micro-batch of
+        every rank (DDP averages over ranks, hence the factor world / all_tokens).
+        """
+        train, pad_id = self.config.train, self.corpus.tokenizer.tgt.pad_id
+        self.network.train()
+        tokens = sum(batch.num_tgt_tokens for batch in batches)
+        all_tokens = self.ranks.total(tokens)
+        scaler = self.precision.scaler
         self.optimizer.zero_grad(set_to_none=True)
-        (loss / batch.num_tgt_tokens).backward()
-        if self.config.train.clip_norm > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.train.clip_norm)
-        self.optimizer.step()
-        return loss.detach()
+        total = torch.zeros((), device=self.device)
+        for index, batch in enumerate(batches):
+            with self.ranks.gradient_sync(self.network, last=index == len(batches) - 1):
+                with self.precision.autocast():
+                    logits, _ = self.network(batch.src, batch.src_lengths, batch.tgt_in)
+                loss = token_loss(logits.float(), batch.tgt_out, pad_id, train.label_smoothing)
+                scaler.scale(loss * (self.ranks.world / all_tokens)).backward()
+            total += loss.detach()
+        scaler.unscale_(self.optimizer)
+        if train.clip_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), train.clip_norm)
+        scaler.step(self.optimizer)
+        scaler.update()
+        return total, tokens, all_tokens
+
+    def validate(self) -> None:
+        """Rank 0 validates and saves (the RNG streams untouched); the others wait for it and
+        then take its verdict, which drives early stopping and the plateau schedule."""
+        if self.ranks.is_main:
+            with rng_preserved():
+                record = self._validation_record()
+            self.report.record(record)
+            self._keep_best(record)
+        verdict = (self.progress.best, self.progress.since_best, self.progress.lr_reductions)
+        verdict = self.ranks.broadcast(verdict)
+        self.progress.best, self.progress.since_best, self.progress.lr_reductions = verdict
+        self._save_last(record if self.ranks.is_main else {})
 
     @torch.no_grad()
-    def validate(self) -> None:
+    def _validation_record(self) -> dict:
         valid = self.corpus.valid
         limit = self.config.train.valid_max_sentences
         src, refs = valid.src[:limit], valid.tgt[:limit]
-        translator = Translator(self.model, self.corpus.tokenizer, self.config.decode)
-        hypotheses = [t.text for t in translator.translate(src)]
+        with self.precision.autocast():
+            translator = Translator(self.model, self.corpus.tokenizer, self.config.decode)
+            hypotheses = [t.text for t in translator.translate(src)]
+            valid_loss = self._valid_loss(src, refs)
         scores = score(hypotheses, refs)
-        valid_loss = self._valid_loss(src, refs)
-        record = {
+        return {
             "step": self.progress.step,
             "valid_loss": round(valid_loss, 4),
             "valid_ppl": round(math.exp(min(valid_loss, 50)), 2),
@@ -162,12 +222,6 @@ class Trainer:
             "valid_chrf": scores.chrf,
             "minutes": round(self.progress.minutes(), 2),
         }
-        self._record(record)
-        improved = scores.bleu > self.progress.best_bleu
-        if improved:
-            self.progress.best_bleu = scores.bleu
-            self._save("best.pt", record)
-        self._save("last.pt", record)
 
     def _valid_loss(self, src: list[str], refs: list[str]) -> float:
         """Teacher-forced cross-entropy per target token (no label smoothing)."""
@@ -183,23 +237,49 @@ class Trainer:
                 [tgt_ids[i] for i in chunk],
                 tokenizer.tgt,
                 tokenizer.src.pad_id,
-            )
+            ).to(self.device)
             logits, _ = self.model(batch.src, batch.src_lengths, batch.tgt_in)
-            total += float(token_loss(logits, batch.tgt_out, tokenizer.tgt.pad_id))
+            total += float(token_loss(logits.float(), batch.tgt_out, tokenizer.tgt.pad_id))
             tokens += batch.num_tgt_tokens
         return total / max(tokens, 1)
+
+    def _keep_best(self, record: dict) -> None:
+        """best.pt on a new best of train.best_metric; otherwise count towards patience and
+        the plateau schedule. Step checkpoints (train.keep_last) at every validation."""
+        train, progress = self.config.train, self.progress
+        if train.best_metric == "bleu":
+            value = record["valid_bleu"]
+            improved = progress.best is None or value > progress.best
+        else:
+            value = record["valid_loss"]
+            improved = progress.best is None or value < progress.best
+        if improved:
+            progress.best, progress.since_best = value, 0
+            self._save("best.pt", record)
+        else:
+            progress.since_best += 1
+            if train.schedule == "plateau" and reduces_on_plateau(
+                progress.since_best, train.plateau_patience
+            ):
+                progress.lr_reductions += 1
+                log.info("no better valid %s for a while: lr reduced", train.best_metric)
+        if train.keep_last:
+            self._save(f"step-{progress.step:06d}.pt", record)
+            for old in step_checkpoints(self.run_dir)[: -train.keep_last]:
+                old.unlink(missing_ok=True)
 
     def test(self) -> dict:
         """Scores the best checkpoint's greedy translations of the test split."""
         if self.corpus.test is None:
             return {}
-        from nmt.translator import load_translator
-
-        translator, _ = load_translator(self.run_dir / "best.pt")
-        hypotheses = [t.text for t in translator.translate(self.corpus.test.src)]
+        path = self.run_dir / "best.pt"
+        model, tokenizer, config = restore_model(load_checkpoint(path), path)
+        translator = Translator(model.to(self.device), tokenizer, config.decode)
+        with self.precision.autocast():
+            hypotheses = [t.text for t in translator.translate(self.corpus.test.src)]
         (self.run_dir / "test.hyp").write_text("".join(h + "\n" for h in hypotheses), "utf-8")
         scores: Scores = score(hypotheses, self.corpus.test.tgt)
-        self._record(
+        self.report.record(
             {
                 "step": self.progress.step,
                 "test_bleu": scores.bleu,
@@ -213,95 +293,60 @@ class Trainer:
         )
         return scores.as_dict()
 
-    def _save(self, name: str, metrics: dict) -> None:
-        save_checkpoint(
-            self.run_dir / name,
-            checkpoint_payload(
-                self.model, self.config, self.corpus.tokenizer, self.progress.step, metrics
-            ),
+    def _save(self, name: str, metrics: dict, training: dict | None = None) -> None:
+        payload = checkpoint_payload(
+            self.model, self.config, self.corpus.tokenizer, self.progress.step, metrics
         )
+        if training is not None:
+            payload["training"] = training
+        save_checkpoint(self.run_dir / name, payload)
 
-    def _record(self, record: dict) -> None:
-        self.metrics_file.write(json.dumps(record) + "\n")
-        self.metrics_file.flush()
-        _clear_progress()
-        log.info(" ".join(f"{k}={v}" for k, v in record.items() if "signature" not in k))
+    def _save_last(self, metrics: dict | None = None) -> None:
+        """last.pt: the weights plus everything resuming needs (every rank's RNG streams)."""
+        generators = self.ranks.gather(rng_state())
+        if self.ranks.is_main:
+            metrics = metrics or {"step": self.progress.step}
+            self._save("last.pt", metrics, self.training_state(generators))
 
-
-class _Window:
-    """Loss and throughput since the last log line; tensors summed without host syncs."""
-
-    def __init__(self):
-        self.reset()
-
-    def reset(self) -> None:
-        self.loss = torch.zeros(())
-        self.tokens = 0
-        self.started = time.monotonic()
-
-    def add(self, loss: torch.Tensor, tokens: int) -> None:
-        self.loss = self.loss + loss.cpu()
-        self.tokens += tokens
-
-    def rate(self) -> float:
-        return self.tokens / max(time.monotonic() - self.started, 1e-9)
-
-    def flush(self, progress: Progress, optimizer: torch.optim.Optimizer) -> dict:
-        record = {
-            "step": progress.step,
-            "epoch": progress.epoch,
-            "loss": round(float(self.loss) / max(self.tokens, 1), 4),
-            "lr": optimizer.param_groups[0]["lr"],
-            "tgt_tokens_per_s": round(self.rate()),
-            "minutes": round(progress.minutes(), 2),
+    def training_state(self, generators: list[dict]) -> dict:
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "scaler": self.precision.scaler.state_dict(),
+            "progress": self.progress.state(),
+            "window": self.window.state(),
+            "rng": generators,
+            "metrics_lines": self.report.lines,
+            "world": self.ranks.world,
         }
-        self.reset()
-        return record
 
+    def restore(self, payload: dict) -> None:
+        """Continues from last.pt: weights, optimizer, scaler, progress, loss window, RNG."""
+        training = payload["training"]
+        self.model.load_state_dict(payload["model"])
+        self.optimizer.load_state_dict(training["optimizer"])
+        self.precision.scaler.load_state_dict(training["scaler"])
+        self.progress = Progress(**training["progress"])
+        self.window = LossWindow(**training["window"])
+        generators = training["rng"]
+        if len(generators) == self.ranks.world:
+            set_rng_state(generators[self.ranks.rank])
+        else:  # another number of processes: the data position holds, the streams cannot
+            set_rng_state(generators[0])
+            torch.manual_seed(self.config.train.seed + 1_000 * self.progress.step + self.ranks.rank)
 
-def _show_progress(progress: Progress, train, window: _Window) -> None:
-    if not sys.stderr.isatty():
-        return
-    fraction = progress.step / train.max_steps
-    if train.max_minutes:
-        fraction = max(fraction, progress.minutes() / train.max_minutes)
-    eta = progress.minutes() * (1 / max(fraction, 1e-9) - 1)
-    bar = "#" * int(20 * fraction)
-    sys.stderr.write(
-        f"\r[{bar:<20}] step {progress.step} {window.rate():.0f} tok/s "
-        f"eta {int(eta)}:{int(eta * 60 % 60):02d}  "
-    )
-    sys.stderr.flush()
+    def _log(self) -> None:
+        progress = self.progress
+        lr = self.optimizer.param_groups[0]["lr"]
+        self.report.record(self.window.flush(progress.step, progress.epoch, lr, progress.minutes()))
 
-
-def _clear_progress() -> None:
-    if sys.stderr.isatty():
-        sys.stderr.write("\r\033[K")
-
-
-def setup_run_dir(run_dir: Path, overwrite: bool) -> None:
-    if (run_dir / "last.pt").exists() and not overwrite:
-        raise UserError(
-            f"run directory {run_dir} already holds a run (last.pt). Pass --overwrite "
-            "to start afresh there, or choose another --run-dir."
-        )
-    run_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("metrics.jsonl", "train.log"):
-        (run_dir / name).unlink(missing_ok=True)
-
-
-def _setup_logging(run_dir: Path) -> None:
-    logger = logging.getLogger("nmt")
-    logger.setLevel(logging.INFO)
-    for handler in list(logger.handlers):
-        logger.removeHandler(handler)
-        handler.close()
-    file_handler = logging.FileHandler(run_dir / "train.log", encoding="utf-8")
-    file_handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
-    console = logging.StreamHandler(sys.stderr)
-    console.setFormatter(logging.Formatter("%(message)s"))
-    logger.addHandler(file_handler)
-    logger.addHandler(console)
+    def _show_progress(self) -> None:
+        if not self.ranks.is_main:
+            return
+        train, progress = self.config.train, self.progress
+        fraction = progress.step / train.max_steps
+        if train.max_minutes:
+            fraction = max(fraction, progress.minutes() / train.max_minutes)
+        show_progress(progress.step, fraction, progress.minutes(), self.window.rate())
 
 
 def seed_everything(seed: int) -> None:
@@ -309,33 +354,69 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def train_experiment(config: Experiment, run_dir: Path, overwrite: bool = False) -> dict:
-    """The whole `nmt train` command: returns the test scores of the best checkpoint."""
+def train_experiment(
+    config: Experiment, run_dir: Path, overwrite: bool = False, resume: bool = False
+) -> Outcome:
+    """The whole `nmt train` command, in this process's role under torchrun (if any)."""
+    if resume and overwrite:
+        raise UserError("--resume and --overwrite contradict each other; pass one of them.")
+    device = resolve_device(config.train.device, local_rank())
+    ranks = start_ranks(device)
+    try:
+        return _train(config, run_dir, resume, overwrite, device, ranks)
+    finally:
+        stop_ranks(ranks)
+
+
+def _train(config, run_dir, resume, overwrite, device, ranks) -> Outcome:
     import yaml
 
-    setup_run_dir(run_dir, overwrite)
-    _setup_logging(run_dir)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False))
-    torch.set_num_threads(config.train.threads or os.cpu_count() or 1)
+    payload = resume_point(run_dir, config) if resume else None
+    if ranks.is_main and payload is None:
+        setup_run_dir(run_dir, overwrite)
+    ranks.barrier()
+    if ranks.is_main and payload is not None:
+        trim_metrics(run_dir / "metrics.jsonl", payload["training"]["metrics_lines"])
+    setup_logging(run_dir, active=ranks.is_main)
+    if ranks.is_main:
+        text = yaml.safe_dump(config_to_dict(config), sort_keys=False)
+        (run_dir / "config.yaml").write_text(text)
+    threads = config.train.threads or max(1, (os.cpu_count() or 1) // ranks.local_world)
+    torch.set_num_threads(threads)
     seed_everything(config.train.seed)
-    corpus = prepare_corpus(config)
-    corpus.tokenizer.save(run_dir)
-    tokenizer = corpus.tokenizer
+    tokenizer = Tokenizer.from_state(payload["tokenizer"]) if payload else None
+    with ranks.main_first():
+        corpus = prepare_corpus(config, run_dir, tokenizer)
+    if ranks.is_main and payload is None:
+        corpus.tokenizer.save(run_dir)
+    vocab = corpus.tokenizer
     model = build_model(
-        config.model,
-        tokenizer.src.size,
-        tokenizer.tgt.size,
-        tokenizer.src.pad_id,
-        tokenizer.tgt.pad_id,
+        config.model, vocab.src.size, vocab.tgt.size, vocab.src.pad_id, vocab.tgt.pad_id
     )
+    if ranks.distributed:  # same initial weights everywhere, different dropout per rank
+        torch.manual_seed(config.train.seed + ranks.rank)
+    trainer = Trainer(config, run_dir, corpus, model, device, ranks, resume_from=payload)
+    _log_start(config, corpus, model, run_dir, device, ranks, payload)
+    try:
+        with trainer.stop:
+            return trainer.fit()
+    finally:
+        trainer.report.close()
+
+
+def _log_start(config, corpus, model, run_dir, device, ranks, payload) -> None:
     parameters = sum(p.numel() for p in model.parameters())
     log.info(
-        "%s: %d training pairs, vocab %d/%d, %.2fM parameters, run dir %s",
+        "%s: %s, vocab %d/%d, %.2fM parameters, %s%s, %s, run dir %s",
         config.name,
-        len(corpus.train.src),
-        tokenizer.src.size,
-        tokenizer.tgt.size,
+        corpus.train.description,
+        corpus.tokenizer.src.size,
+        corpus.tokenizer.tgt.size,
         parameters / 1e6,
+        device,
+        f" x {ranks.world} processes" if ranks.distributed else "",
+        config.train.precision,
         run_dir,
     )
-    return Trainer(config, run_dir, corpus, model).fit()
+    if payload is not None:
+        log.info("resuming at step %d", payload["step"])
