@@ -192,6 +192,41 @@ def evaluate(
     _guarded(action)
 
 
+@app.command()
+def average(
+    checkpoints: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Checkpoints to average, or with --last one run directory."),
+    ] = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="The averaged checkpoint.")] = ...,
+    last: Annotated[
+        int | None,
+        typer.Option(min=1, help="Average the N newest step-*.pt of the run directory given."),
+    ] = None,
+) -> None:
+    """Average the weights of checkpoints of one config into one that translates.
+
+    Examples: nmt average --output avg.pt runs/demo/step-000500.pt runs/demo/step-001000.pt
+              nmt average --output avg.pt --last 5 runs/demo
+    """
+
+    def action() -> None:
+        from nmt.average import average_checkpoints, last_checkpoints
+
+        _check_output_dir(output)
+        paths = list(checkpoints or [])
+        if last is not None:
+            if len(paths) != 1:
+                raise UserError("--last N takes exactly one run directory, e.g. --last 5 runs/demo")
+            paths = last_checkpoints(paths[0], last)
+        if not paths:
+            raise UserError("nmt average needs checkpoints, or --last N and a run directory.")
+        average_checkpoints(paths, output)
+        typer.echo(f"averaged {len(paths)} checkpoints into {output}")
+
+    _guarded(action)
+
+
 def _resume_command(config: Path, overrides: list[str], run_dir: Path) -> str:
     """The command line that continues an interrupted run (under torchrun if it ran there)."""
     import os
