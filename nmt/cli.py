@@ -227,6 +227,27 @@ def average(
     _guarded(action)
 
 
+@app.command()
+def plot(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by nmt train.")],
+    output: Annotated[
+        Path | None, typer.Option(help="Directory for the PNG files (default: the run directory).")
+    ] = None,
+) -> None:
+    """Plot train loss, valid loss and valid BLEU against step from RUN_DIR/metrics.jsonl.
+
+    Example: nmt plot runs/demo --output plots/
+    """
+
+    def action() -> None:
+        from nmt.curves import plot_curves
+
+        for path in plot_curves(run_dir, output):
+            typer.echo(str(path))
+
+    _guarded(action)
+
+
 def _resume_command(config: Path, overrides: list[str], run_dir: Path) -> str:
     """The command line that continues an interrupted run (under torchrun if it ran there)."""
     import os
