@@ -168,7 +168,7 @@ class Trainer:
         (a tensor: no host sync here), its target tokens, and the tokens over all ranks.
 
         The gradient is that of the mean loss per target token over every micro-batch of
-        every rank (DDP averages over ranks, hence the factor world / all_tokens).
+        every rank (DDP averages over ranks, hence the divisor all_tokens / world).
         """
         train, pad_id = self.config.train, self.corpus.tokenizer.tgt.pad_id
         self.network.train()
@@ -182,7 +182,7 @@ class Trainer:
                 with self.precision.autocast():
                     logits, _ = self.network(batch.src, batch.src_lengths, batch.tgt_in)
                 loss = token_loss(logits.float(), batch.tgt_out, pad_id, train.label_smoothing)
-                scaler.scale(loss * (self.ranks.world / all_tokens)).backward()
+                scaler.scale(loss / (all_tokens / self.ranks.world)).backward()
             total += loss.detach()
         scaler.unscale_(self.optimizer)
         if train.clip_norm > 0:
