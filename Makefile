@@ -32,5 +32,9 @@ train: setup
 bench: setup
 	$(BIN)/python scripts/bench_train.py
 
+.PHONY: bench-data
+bench-data: setup
+	$(BIN)/python scripts/bench_data.py
+
 clean:
 	rm -rf $(VENV) runs

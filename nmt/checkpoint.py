@@ -24,6 +24,7 @@ from nmt.tokenizer import Tokenizer
 
 FORMAT_VERSION = 1
 REQUIRED_KEYS = {"format_version", "config", "tokenizer", "model"}
+TEMPORARY_SUFFIX = ".tmp"  # a write killed midway leaves .NAME.XXXX.tmp
 
 
 def save_checkpoint(path: Path, payload: dict) -> None:
@@ -45,7 +46,7 @@ def _write_atomically(path: Path, payload: dict) -> None:
     serialised = io.BytesIO()
     torch.save(payload, serialised)
     handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, renamed only if complete
-        dir=path.parent, prefix=f".{path.name}.", delete=False
+        dir=path.parent, prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX, delete=False
     )
     try:
         with handle:
@@ -61,6 +62,12 @@ def _write_atomically(path: Path, payload: dict) -> None:
         os.fsync(directory)
     finally:
         os.close(directory)
+
+
+def remove_temporaries(directory: Path) -> None:
+    """Deletes what writes killed midway (kill -9, power loss) left behind in `directory`."""
+    for leftover in Path(directory).glob(f".*.pt.*{TEMPORARY_SUFFIX}"):
+        leftover.unlink(missing_ok=True)
 
 
 def load_checkpoint(path: Path) -> dict:

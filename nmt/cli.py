@@ -56,8 +56,14 @@ def train(
         typer.Option(help="Where checkpoints and logs go (default: runs/<config name>)."),
     ] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace a run already in --run-dir.")] = False,
+    resume: Annotated[
+        bool, typer.Option(help="Continue the run in --run-dir exactly where last.pt left it.")
+    ] = False,
 ) -> None:
     """Train a model, validating with BLEU; ends by scoring the best checkpoint on the test split.
+
+    Ctrl-C (SIGINT) or SIGTERM stops after the current step and saves last.pt; --resume goes on.
+    Under torchrun, trains on every process with DistributedDataParallel.
 
     Example: nmt train --config configs/demo.yaml --set train.max_steps=300
     """
@@ -68,7 +74,14 @@ def train(
 
         experiment = load_config(config, set_ or [])
         directory = run_dir or Path("runs") / experiment.name
-        scores = train_experiment(experiment, directory, overwrite=overwrite)
+        outcome = train_experiment(experiment, directory, overwrite=overwrite, resume=resume)
+        if not outcome.is_main:
+            return
+        if outcome.reason == "interrupted":
+            command = _resume_command(config, set_ or [], directory)
+            typer.echo(f"stopped at step {outcome.step}, last.pt saved; resume with: {command}")
+            return
+        scores = outcome.scores
         if scores:
             typer.echo(
                 f"test BLEU {scores['bleu']:.1f}  chrF {scores['chrf']:.1f}  "
@@ -244,6 +257,78 @@ def _output_stream(output: Path | None) -> Iterator[TextIO]:
     else:
         with output.open("w", encoding="utf-8") as handle:
             yield handle
+
+
+@app.command()
+def average(
+    checkpoints: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Checkpoints to average, or with --last one run directory."),
+    ] = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="The averaged checkpoint.")] = ...,
+    last: Annotated[
+        int | None,
+        typer.Option(min=1, help="Average the N newest step-*.pt of the run directory given."),
+    ] = None,
+) -> None:
+    """Average the weights of checkpoints of one config into one that translates.
+
+    Examples: nmt average --output avg.pt runs/demo/step-000500.pt runs/demo/step-001000.pt
+              nmt average --output avg.pt --last 5 runs/demo
+    """
+
+    def action() -> None:
+        from nmt.average import average_checkpoints, last_checkpoints
+
+        _check_output_dir(output)
+        paths = list(checkpoints or [])
+        if last is not None:
+            if len(paths) != 1:
+                raise UserError("--last N takes exactly one run directory, e.g. --last 5 runs/demo")
+            paths = last_checkpoints(paths[0], last)
+        if not paths:
+            raise UserError("nmt average needs checkpoints, or --last N and a run directory.")
+        average_checkpoints(paths, output)
+        typer.echo(f"averaged {len(paths)} checkpoints into {output}")
+
+    _guarded(action)
+
+
+@app.command()
+def plot(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory written by nmt train.")],
+    output: Annotated[
+        Path | None, typer.Option(help="Directory for the PNG files (default: the run directory).")
+    ] = None,
+) -> None:
+    """Plot train loss, valid loss and valid BLEU against step from RUN_DIR/metrics.jsonl.
+
+    Example: nmt plot runs/demo --output plots/
+    """
+
+    def action() -> None:
+        from nmt.curves import plot_curves
+
+        for path in plot_curves(run_dir, output):
+            typer.echo(str(path))
+
+    _guarded(action)
+
+
+def _resume_command(config: Path, overrides: list[str], run_dir: Path) -> str:
+    """The command line that continues an interrupted run (under torchrun if it ran there)."""
+    import os
+    import shlex
+
+    sets = [arg for override in overrides for arg in ("--set", override)]
+    args = ["train", "--config", str(config), *sets, "--run-dir", str(run_dir), "--resume"]
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1:
+        per_node = os.environ.get("LOCAL_WORLD_SIZE", str(world))
+        prefix = ["torchrun", f"--nproc_per_node={per_node}", "-m", "nmt"]
+    else:
+        prefix = ["nmt"]
+    return shlex.join([*prefix, *args])
 
 
 def _check_output_dir(output: Path | None) -> None:

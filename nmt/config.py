@@ -59,10 +59,20 @@ class DataConfig:
     hub_splits: Splits | None = None
     max_len: int = 100
     cache_dir: str | None = None
+    # Large corpora (nmt/corpus.py): tokenise the train split with datasets.map in `num_proc`
+    # processes into an Arrow cache under RUN/cache (null: in memory), or stream it.
+    num_proc: int | None = None
+    streaming: bool = False
 
     def __post_init__(self) -> None:
         _require(self.src_lang != self.tgt_lang, "tgt_lang", "must differ from src_lang")
         _require(self.max_len > 0, "max_len", f"must be positive, got {self.max_len}")
+        _require(self.num_proc is None or self.num_proc > 0, "num_proc", "must be positive or null")
+        _require(
+            not (self.streaming and self.num_proc),
+            "num_proc",
+            "must be null with data.streaming: true (a stream is tokenised as it is read)",
+        )
 
 
 @dataclass(frozen=True)
@@ -182,6 +192,19 @@ class TrainConfig:
     lr: float = 1e-3
     label_smoothing: float = 0.1
     clip_norm: float = 1.0
+    # Schedule, accumulation, early stopping, checkpoints, device: see nmt/optim.py, nmt/train.py.
+    schedule: Literal["constant", "plateau", "inverse_sqrt", "cosine"] = "constant"
+    warmup_steps: int = 0
+    min_lr: float = 0.0
+    plateau_factor: float = 0.5
+    plateau_patience: int = 3
+    accum_steps: int = 1
+    patience: int | None = None
+    best_metric: Literal["bleu", "loss"] = "bleu"
+    keep_last: int = 0
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    tensorboard: bool = False
     log_every: int = 50
     valid_every: int = 500
     valid_max_sentences: int | None = None
@@ -191,6 +214,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         _positive(self, "max_steps", "batch_tokens", "log_every", "valid_every", "max_bad_steps")
         _require(self.lr > 0, "lr", f"must be positive, got {self.lr}")
+        self._check_schedule_and_checkpoints()
         _require(self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be > 0")
         _require(self.clip_norm >= 0, "clip_norm", "must be >= 0 (0 turns clipping off)")
         _probability(self, "label_smoothing")
@@ -200,6 +224,14 @@ class TrainConfig:
             "valid_max_sentences",
             "must be positive (null validates on the whole split)",
         )
+
+    def _check_schedule_and_checkpoints(self) -> None:
+        _positive(self, "plateau_patience", "accum_steps")
+        _require(self.warmup_steps >= 0, "warmup_steps", "must be >= 0 (0: no warmup)")
+        _require(0 <= self.min_lr <= self.lr, "min_lr", f"must be in [0, lr={self.lr}]")
+        _require(0 < self.plateau_factor < 1, "plateau_factor", "must be in (0, 1)")
+        _require(self.patience is None or self.patience > 0, "patience", "must be > 0 or null")
+        _require(self.keep_last >= 0, "keep_last", "must be >= 0 (0: no step checkpoints)")
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import yaml
 
+from nmt.checkpoint import remove_temporaries
 from nmt.config import Experiment, config_to_dict
 from nmt.errors import UserError
+from nmt.resume import step_checkpoints
 from nmt.tokenizer import Tokenizer
 
 RUN_FILES = (
@@ -39,7 +41,7 @@ def check_run_dir(run_dir: Path, overwrite: bool) -> None:
     if found and not overwrite:
         raise UserError(
             f"run directory {run_dir} already holds a run ({', '.join(found)}). Pass "
-            "--overwrite to replace it, or choose another --run-dir."
+            "--resume to continue it, --overwrite to replace it, or choose another --run-dir."
         )
 
 
@@ -47,11 +49,11 @@ def start_run(run_dir: Path, config: Experiment, tokenizer: Tokenizer) -> None:
     """Removes the files of an old run, then writes the resolved config and the tokenizer."""
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
-        for name in RUN_FILES:
-            (run_dir / name).unlink(missing_ok=True)
-        (run_dir / "config.yaml").write_text(
-            yaml.safe_dump(config_to_dict(config), sort_keys=False), encoding="utf-8"
-        )
+        remove_temporaries(run_dir)
+        stale = [*step_checkpoints(run_dir), *run_dir.glob("events.out.tfevents.*")]
+        for path in [*(run_dir / name for name in RUN_FILES), *stale]:
+            path.unlink(missing_ok=True)
+        save_config(run_dir, config)
         tokenizer.save(run_dir)
     except OSError as error:
         raise UserError(
@@ -60,18 +62,27 @@ def start_run(run_dir: Path, config: Experiment, tokenizer: Tokenizer) -> None:
         ) from None
 
 
-class RunLog:
-    """Logs of the `nmt` logger to stderr at once, and to `train.log` from `attach(run_dir)`."""
+def save_config(run_dir: Path, config: Experiment) -> None:
+    text = yaml.safe_dump(config_to_dict(config), sort_keys=False)
+    (run_dir / "config.yaml").write_text(text, encoding="utf-8")
 
-    def __init__(self) -> None:
+
+class RunLog:
+    """Logs of the `nmt` logger to stderr at once, and to `train.log` from `attach(run_dir)`.
+
+    Only the main process of a distributed run logs (`active`); the others print warnings.
+    """
+
+    def __init__(self, active: bool = True) -> None:
         self.logger = logging.getLogger("nmt")
+        self.level = logging.INFO if active else logging.WARNING
         console = logging.StreamHandler(sys.stderr)
         console.setFormatter(logging.Formatter("%(message)s"))
         self.early = logging.handlers.MemoryHandler(capacity=10_000, flushLevel=logging.CRITICAL)
-        self.handlers: list[logging.Handler] = [console, self.early]
+        self.handlers: list[logging.Handler] = [console, self.early] if active else [console]
 
     def __enter__(self) -> RunLog:
-        self.logger.setLevel(logging.INFO)
+        self.logger.setLevel(self.level)
         for handler in self.handlers:
             self.logger.addHandler(handler)
         return self

@@ -1,169 +1,214 @@
 """Training: data and model set up once, then the loop step, log, validate, save.
 
-Training stops at `train.max_steps` or `train.max_minutes`, whichever comes first, and
-always ends with a validation, so `best.pt` exists even for a run cut short by its budget.
+Training stops at `train.max_steps`, `train.max_minutes`, after `train.patience`
+validations without a new best, or on SIGINT/SIGTERM. Except when interrupted it ends with
+a validation, so `best.pt` exists even for a run cut short by its budget, then scores the
+best checkpoint on the test split. Resuming (`resume=True`) continues a run exactly where
+its last.pt left it (see nmt/resume.py).
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
 import math
 import os
 import random
-import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from nmt.checkpoint import checkpoint_payload, save_checkpoint
+from nmt.checkpoint import checkpoint_payload, load_checkpoint, restore_model, save_checkpoint
 from nmt.config import Experiment
-from nmt.data import (
-    Batch,
-    EncodedSplit,
-    ParallelText,
-    TokenBatcher,
-    cache_dir,
-    encode_split,
-    load_split,
-    make_batch,
-)
+from nmt.corpus import Corpus, prepare_corpus
+from nmt.data import Batch, make_batch
+from nmt.distributed import Ranks, local_rank, start_ranks, stop_ranks
 from nmt.errors import UserError
 from nmt.evaluate import Scores, score
 from nmt.loss import token_loss
 from nmt.model import Seq2Seq, build_model
-from nmt.rundir import RunLog, check_run_dir, start_run
-from nmt.tokenizer import Tokenizer, build_tokenizer
+from nmt.optim import build_optimizer, lr_at, reduces_on_plateau, set_lr
+from nmt.precision import Precision, resolve_device
+from nmt.report import LossWindow, Reporter, clear_progress, show_progress
+from nmt.resume import (
+    StopRequest,
+    resume_point,
+    rng_preserved,
+    rng_state,
+    set_rng_state,
+    step_checkpoints,
+    trim_metrics,
+)
+from nmt.rundir import RunLog, check_run_dir, save_config, start_run
+from nmt.tokenizer import Tokenizer
 from nmt.translator import Translator
 
 log = logging.getLogger("nmt")
 
 
 @dataclass
-class Corpus:
-    """Everything training reads: the tokenizer, encoded train pairs, raw valid/test text."""
-
-    tokenizer: Tokenizer
-    train: EncodedSplit
-    valid: ParallelText
-    test: ParallelText | None
-
-
-def prepare_corpus(config: Experiment) -> Corpus:
-    train_text = load_split(config.data, "train")
-    valid = load_split(config.data, "valid")
-    test = load_split(config.data, "test") if config.data.splits.test else None
-    tokenizer = build_tokenizer(
-        config.tokenizer, train_text.src, train_text.tgt, cache_dir(config.data)
-    )
-    return Corpus(tokenizer, encode_split(train_text, tokenizer, config.data.max_len), valid, test)
-
-
-@dataclass
 class Progress:
+    """Where training stands; all of it goes into last.pt."""
+
     step: int = 0
     epoch: int = 0
-    batch_in_epoch: int = 0
-    best_bleu: float = -1.0
+    batch_in_epoch: int = 0  # batches of the epoch used so far, over all ranks
+    best: float | None = None  # best validation value of train.best_metric
+    since_best: int = 0  # validations in a row without a new best
+    lr_reductions: int = 0  # plateau schedule
     saved_step: int | None = None  # of last.pt
     bad_in_a_row: int = 0  # batches skipped for a non-finite loss or gradient
+    earlier_minutes: float = 0.0  # training time before the last resume
     started: float = field(default_factory=time.monotonic)
 
     def minutes(self) -> float:
-        return (time.monotonic() - self.started) / 60
+        return self.earlier_minutes + (time.monotonic() - self.started) / 60
+
+    def state(self) -> dict:
+        state = dataclasses.asdict(self)
+        del state["started"]
+        state["earlier_minutes"] = self.minutes()
+        return state
+
+
+@dataclass
+class Outcome:
+    reason: str  # max_steps, max_minutes, early_stop or interrupted
+    step: int
+    scores: dict  # test scores of the best checkpoint (rank 0, not interrupted)
+    is_main: bool = True
 
 
 class Trainer:
-    def __init__(self, config: Experiment, run_dir: Path, corpus: Corpus, model: Seq2Seq):
+    def __init__(
+        self,
+        config: Experiment,
+        run_dir: Path,
+        corpus: Corpus,
+        model: Seq2Seq,
+        device: torch.device | None = None,
+        ranks: Ranks | None = None,
+        resume_from: dict | None = None,
+    ):
         self.config = config
         self.run_dir = run_dir
         self.corpus = corpus
-        self.model = model
-        # fused: one kernel over all parameters, ~6x faster than the per-tensor loop on CPU
-        self.optimizer = torch.optim.Adam(model.parameters(), lr=config.train.lr, fused=True)
-        self.batcher = TokenBatcher(
-            [len(s) for s in corpus.train.src],
-            [len(t) for t in corpus.train.tgt],
-            config.train.batch_tokens,
-            config.train.seed,
-        )
+        self.device = device or torch.device("cpu")
+        self.ranks = ranks or Ranks()
+        self.precision = Precision(config.train.precision, self.device)
+        self.model = model.to(self.device)  # what is saved: never the DDP wrapper
+        self.network = self.ranks.wrap(self.model, self.device)  # what computes gradients
+        self.optimizer = build_optimizer(self.model.parameters(), config.train)
         self.progress = Progress()
+        self.window = LossWindow()
+        self.stop = StopRequest()
+        if resume_from is not None:
+            self.restore(resume_from)
+        self.report = Reporter(
+            run_dir, config.train.tensorboard, self.ranks.is_main, first_step=self.progress.step
+        )
 
-    def fit(self) -> dict:
-        train = self.config.train
-        window = _Window()
-        for batch in self._batches():
-            if self._out_of_budget():
-                break
-            loss = self.train_step(batch)
-            if loss is None:
+    def fit(self) -> Outcome:
+        train, progress = self.config.train, self.progress
+        batches = self._batches()
+        while (reason := self._stop_reason()) is None:
+            set_lr(self.optimizer, lr_at(progress.step, train, progress.lr_reductions))
+            step = [next(batches) for _ in range(train.accum_steps)]
+            result = self.train_step(step)
+            if result is None:
                 self._skip_bad_batch()
                 continue
-            self.progress.bad_in_a_row = 0
-            window.add(loss, batch.num_tgt_tokens)
-            self.progress.step += 1
-            if self.progress.step % train.log_every == 0:
-                self._record(window.flush(self.progress, self.optimizer))
-            if self.progress.step % train.valid_every == 0:
+            progress.bad_in_a_row = 0
+            self.window.add(*result)
+            progress.step += 1
+            if progress.step % train.log_every == 0:
+                self._log()
+            if progress.step % train.valid_every == 0:
                 self.validate()
-            _show_progress(self.progress, train, window)
-        if self.progress.step % train.valid_every != 0:
+            self._show_progress()
+        if reason == "interrupted":
+            self._save_last()
+            return Outcome(reason, progress.step, {}, self.ranks.is_main)
+        if progress.step % train.valid_every != 0:
             self.validate()
-        return self.test()
+        scores = self.test() if self.ranks.is_main else {}
+        self.ranks.barrier()
+        return Outcome(reason, progress.step, scores, self.ranks.is_main)
 
-    def _batches(self):
-        tokenizer = self.corpus.tokenizer
+    def _batches(self) -> Iterator[Batch]:
+        """This rank's batches from the saved data position on, moved to the device; the
+        position advances as they are drawn."""
+        progress, pad_id = self.progress, self.corpus.tokenizer.src.pad_id
         while True:
-            batches = self.batcher.epoch(self.progress.epoch)
-            while self.progress.batch_in_epoch < len(batches):
-                indices = batches[self.progress.batch_in_epoch]
-                self.progress.batch_in_epoch += 1
-                yield make_batch(
-                    [self.corpus.train.src[i] for i in indices],
-                    [self.corpus.train.tgt[i] for i in indices],
-                    tokenizer.tgt,
-                    tokenizer.src.pad_id,
+            drawn = 0
+            start = progress.batch_in_epoch
+            for src, tgt in self.corpus.train.batches(progress.epoch, start, self.ranks):
+                progress.batch_in_epoch += self.ranks.world
+                drawn += 1
+                yield make_batch(src, tgt, self.corpus.tokenizer.tgt, pad_id).to(self.device)
+            if drawn == 0 and start == 0:
+                raise UserError(
+                    f"the train split gives fewer batches than the {self.ranks.world} "
+                    "processes that share them; use fewer processes or a larger corpus."
                 )
-            self.progress.epoch += 1
-            self.progress.batch_in_epoch = 0
+            progress.epoch += 1
+            progress.batch_in_epoch = 0
 
-    def _out_of_budget(self) -> bool:
-        train = self.config.train
-        return self.progress.step >= train.max_steps or (
-            train.max_minutes is not None and self.progress.minutes() >= train.max_minutes
-        )
+    def _stop_reason(self) -> str | None:
+        """Every rank gets the same answer: budgets in time or interruptions may reach the
+        ranks at different steps, so they agree on the most urgent one."""
+        progress, train = self.progress, self.config.train
+        if progress.step >= train.max_steps:
+            return "max_steps"
+        if train.patience is not None and progress.since_best >= train.patience:
+            return "early_stop"
+        out_of_time = train.max_minutes is not None and progress.minutes() >= train.max_minutes
+        urgency = self.ranks.most(2 if self.stop.requested else 1 if out_of_time else 0)
+        return {0: None, 1: "max_minutes", 2: "interrupted"}[urgency]
 
-    def train_step(self, batch: Batch) -> torch.Tensor | None:
-        """One update; returns the summed loss as a tensor, or None when the loss or gradient
-        was not finite and the update was skipped (one host sync, after backward is queued)."""
-        self.model.train()
-        logits, _ = self.model(batch.src, batch.src_lengths, batch.tgt_in)
-        loss = token_loss(
-            logits,
-            batch.tgt_out,
-            self.corpus.tokenizer.tgt.pad_id,
-            self.config.train.label_smoothing,
-        )
+    def train_step(self, batches: list[Batch]) -> tuple[torch.Tensor, int, int] | None:
+        """One update from `train.accum_steps` micro-batches. Returns this rank's summed loss
+        (a tensor), its target tokens, and the tokens over all ranks; or None when the loss or
+        the gradient was not finite and every rank skipped the update (one host sync a step).
+
+        The gradient is that of the mean loss per target token over every micro-batch of
+        every rank (DDP averages over ranks, hence the divisor all_tokens / world).
+        """
+        train, pad_id = self.config.train, self.corpus.tokenizer.tgt.pad_id
+        self.network.train()
+        tokens = sum(batch.num_tgt_tokens for batch in batches)
+        all_tokens = self.ranks.total(tokens)
+        scaler = self.precision.scaler
         self.optimizer.zero_grad(set_to_none=True)
-        (loss / batch.num_tgt_tokens).backward()
-        finite = torch.isfinite(loss)
-        if self.config.train.clip_norm > 0:
-            norm = torch.nn.utils.clip_grad_norm_(
-                self.model.parameters(), self.config.train.clip_norm
-            )
-            finite &= torch.isfinite(norm)
-        if not bool(finite):
+        total = torch.zeros((), device=self.device)
+        for index, batch in enumerate(batches):
+            with self.ranks.gradient_sync(self.network, last=index == len(batches) - 1):
+                with self.precision.autocast():
+                    logits, _ = self.network(batch.src, batch.src_lengths, batch.tgt_in)
+                loss = token_loss(logits.float(), batch.tgt_out, pad_id, train.label_smoothing)
+                scaler.scale(loss / (all_tokens / self.ranks.world)).backward()
+            total += loss.detach()
+        scaler.unscale_(self.optimizer)
+        finite = torch.isfinite(total)
+        if train.clip_norm > 0:
+            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), train.clip_norm)
+            finite &= torch.isfinite(norm) | scaler.is_enabled()  # fp16 overflow: scaler's job
+        if self.ranks.most(int(not bool(finite))):
+            self.optimizer.zero_grad(set_to_none=True)
+            scaler.update()
             return None
-        self.optimizer.step()
-        return loss.detach()
+        scaler.step(self.optimizer)
+        scaler.update()
+        return total, tokens, all_tokens
 
     def _skip_bad_batch(self) -> None:
-        """Warns about a skipped batch; max_bad_steps of them in a row end the run."""
+        """Warns about a skipped batch; train.max_bad_steps of them in a row end the run."""
         progress, limit = self.progress, self.config.train.max_bad_steps
         progress.bad_in_a_row += 1
-        _clear_progress()
+        clear_progress()
         log.warning(
             "warning: non-finite loss or gradient after step %d (epoch %d, batch %d): "
             "batch skipped, %d in a row",
@@ -185,16 +230,31 @@ class Trainer:
             "train.lr, keep train.clip_norm above 0, or look for broken pairs in the data."
         )
 
-    @torch.no_grad()
     def validate(self) -> None:
+        """Rank 0 validates and saves (the RNG streams untouched); the others wait for it and
+        then take its verdict, which drives early stopping and the plateau schedule."""
+        if self.ranks.is_main:
+            with rng_preserved():
+                record = self._validation_record()
+            self.report.record(record)
+            self._keep_best(record)
+        verdict = (self.progress.best, self.progress.since_best, self.progress.lr_reductions)
+        verdict = self.ranks.broadcast(verdict)
+        self.progress.best, self.progress.since_best, self.progress.lr_reductions = verdict
+        self._save_last(record if self.ranks.is_main else {})
+
+    @torch.no_grad()
+    def _validation_record(self) -> dict:
         valid = self.corpus.valid
         limit = self.config.train.valid_max_sentences
         src, refs = valid.src[:limit], valid.tgt[:limit]
-        translator = Translator(self.model, self.corpus.tokenizer, self.config.decode.greedy())
-        hypotheses = [t.text for t in translator.translate(src)]
+        with self.precision.autocast():
+            greedy = self.config.decode.greedy()
+            translator = Translator(self.model, self.corpus.tokenizer, greedy)
+            hypotheses = [t.text for t in translator.translate(src)]
+            valid_loss = self._valid_loss(src, refs)
         scores = score(hypotheses, refs)
-        valid_loss = self._valid_loss(src, refs)
-        record = {
+        return {
             "step": self.progress.step,
             "valid_loss": round(valid_loss, 4),
             "valid_ppl": round(math.exp(min(valid_loss, 50)), 2),
@@ -202,13 +262,6 @@ class Trainer:
             "valid_chrf": scores.chrf,
             "minutes": round(self.progress.minutes(), 2),
         }
-        self._record(record)
-        improved = scores.bleu > self.progress.best_bleu
-        if improved:
-            self.progress.best_bleu = scores.bleu
-            self._save("best.pt", record)
-        self._save("last.pt", record)
-        self.progress.saved_step = self.progress.step
 
     def _valid_loss(self, src: list[str], refs: list[str]) -> float:
         """Teacher-forced cross-entropy per target token (no label smoothing)."""
@@ -224,23 +277,49 @@ class Trainer:
                 [tgt_ids[i] for i in chunk],
                 tokenizer.tgt,
                 tokenizer.src.pad_id,
-            )
+            ).to(self.device)
             logits, _ = self.model(batch.src, batch.src_lengths, batch.tgt_in)
-            total += float(token_loss(logits, batch.tgt_out, tokenizer.tgt.pad_id))
+            total += float(token_loss(logits.float(), batch.tgt_out, tokenizer.tgt.pad_id))
             tokens += batch.num_tgt_tokens
         return total / max(tokens, 1)
+
+    def _keep_best(self, record: dict) -> None:
+        """best.pt on a new best of train.best_metric; otherwise count towards patience and
+        the plateau schedule. Step checkpoints (train.keep_last) at every validation."""
+        train, progress = self.config.train, self.progress
+        if train.best_metric == "bleu":
+            value = record["valid_bleu"]
+            improved = progress.best is None or value > progress.best
+        else:
+            value = record["valid_loss"]
+            improved = progress.best is None or value < progress.best
+        if improved:
+            progress.best, progress.since_best = value, 0
+            self._save("best.pt", record)
+        else:
+            progress.since_best += 1
+            if train.schedule == "plateau" and reduces_on_plateau(
+                progress.since_best, train.plateau_patience
+            ):
+                progress.lr_reductions += 1
+                log.info("no better valid %s for a while: lr reduced", train.best_metric)
+        if train.keep_last:
+            self._save(f"step-{progress.step:06d}.pt", record)
+            for old in step_checkpoints(self.run_dir)[: -train.keep_last]:
+                old.unlink(missing_ok=True)
 
     def test(self) -> dict:
         """Scores the best checkpoint's translations of the test split (decode settings)."""
         if self.corpus.test is None:
             return {}
-        from nmt.translator import load_translator
-
-        translator, _ = load_translator(self.run_dir / "best.pt")
-        hypotheses = [t.text for t in translator.translate(self.corpus.test.src)]
+        path = self.run_dir / "best.pt"
+        model, tokenizer, config = restore_model(load_checkpoint(path), path)
+        translator = Translator(model.to(self.device), tokenizer, config.decode)
+        with self.precision.autocast():
+            hypotheses = [t.text for t in translator.translate(self.corpus.test.src)]
         (self.run_dir / "test.hyp").write_text("".join(h + "\n" for h in hypotheses), "utf-8")
         scores: Scores = score(hypotheses, self.corpus.test.tgt)
-        self._record(
+        self.report.record(
             {
                 "step": self.progress.step,
                 "test_bleu": scores.bleu,
@@ -249,73 +328,69 @@ class Trainer:
                 "test_chrf_signature": scores.chrf_signature,
             }
         )
-        log.info("test (%s, best checkpoint):\n%s", self.corpus.test.origin, scores.summary())
+        log.info(
+            "test (%s, best checkpoint, beam %d):\n%s",
+            self.corpus.test.origin,
+            config.decode.beam,
+            scores.summary(),
+        )
         return scores.as_dict()
 
-    def _save(self, name: str, metrics: dict) -> None:
-        save_checkpoint(
-            self.run_dir / name,
-            checkpoint_payload(
-                self.model, self.config, self.corpus.tokenizer, self.progress.step, metrics
-            ),
+    def _save(self, name: str, metrics: dict, training: dict | None = None) -> None:
+        payload = checkpoint_payload(
+            self.model, self.config, self.corpus.tokenizer, self.progress.step, metrics
         )
+        if training is not None:
+            payload["training"] = training
+        save_checkpoint(self.run_dir / name, payload)
 
-    def _record(self, record: dict) -> None:
-        with (self.run_dir / "metrics.jsonl").open("a", encoding="utf-8") as metrics:
-            metrics.write(json.dumps(record) + "\n")
-        _clear_progress()
-        log.info(" ".join(f"{k}={v}" for k, v in record.items() if "signature" not in k))
+    def _save_last(self, metrics: dict | None = None) -> None:
+        """last.pt: the weights plus everything resuming needs (every rank's RNG streams)."""
+        generators = self.ranks.gather(rng_state())
+        if self.ranks.is_main:
+            metrics = metrics or {"step": self.progress.step}
+            self._save("last.pt", metrics, self.training_state(generators))
+            self.progress.saved_step = self.progress.step
 
-
-class _Window:
-    """Loss and throughput since the last log line; tensors summed without host syncs."""
-
-    def __init__(self):
-        self.reset()
-
-    def reset(self) -> None:
-        self.loss = torch.zeros(())
-        self.tokens = 0
-        self.started = time.monotonic()
-
-    def add(self, loss: torch.Tensor, tokens: int) -> None:
-        self.loss = self.loss + loss.cpu()
-        self.tokens += tokens
-
-    def rate(self) -> float:
-        return self.tokens / max(time.monotonic() - self.started, 1e-9)
-
-    def flush(self, progress: Progress, optimizer: torch.optim.Optimizer) -> dict:
-        record = {
-            "step": progress.step,
-            "epoch": progress.epoch,
-            "loss": round(float(self.loss) / max(self.tokens, 1), 4),
-            "lr": optimizer.param_groups[0]["lr"],
-            "tgt_tokens_per_s": round(self.rate()),
-            "minutes": round(progress.minutes(), 2),
+    def training_state(self, generators: list[dict]) -> dict:
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "scaler": self.precision.scaler.state_dict(),
+            "progress": self.progress.state(),
+            "window": self.window.state(),
+            "rng": generators,
+            "metrics_lines": self.report.lines,
+            "world": self.ranks.world,
         }
-        self.reset()
-        return record
 
+    def restore(self, payload: dict) -> None:
+        """Continues from last.pt: weights, optimizer, scaler, progress, loss window, RNG."""
+        training = payload["training"]
+        self.model.load_state_dict(payload["model"])
+        self.optimizer.load_state_dict(training["optimizer"])
+        self.precision.scaler.load_state_dict(training["scaler"])
+        self.progress = Progress(**training["progress"])
+        self.window = LossWindow(**training["window"])
+        generators = training["rng"]
+        if len(generators) == self.ranks.world:
+            set_rng_state(generators[self.ranks.rank])
+        else:  # another number of processes: the data position holds, the streams cannot
+            set_rng_state(generators[0])
+            torch.manual_seed(self.config.train.seed + 1_000 * self.progress.step + self.ranks.rank)
 
-def _show_progress(progress: Progress, train, window: _Window) -> None:
-    if not sys.stderr.isatty():
-        return
-    fraction = progress.step / train.max_steps
-    if train.max_minutes:
-        fraction = max(fraction, progress.minutes() / train.max_minutes)
-    eta = progress.minutes() * (1 / max(fraction, 1e-9) - 1)
-    bar = "#" * int(20 * fraction)
-    sys.stderr.write(
-        f"\r[{bar:<20}] step {progress.step} {window.rate():.0f} tok/s "
-        f"eta {int(eta)}:{int(eta * 60 % 60):02d}  "
-    )
-    sys.stderr.flush()
+    def _log(self) -> None:
+        progress = self.progress
+        lr = self.optimizer.param_groups[0]["lr"]
+        self.report.record(self.window.flush(progress.step, progress.epoch, lr, progress.minutes()))
 
-
-def _clear_progress() -> None:
-    if sys.stderr.isatty():
-        sys.stderr.write("\r\033[K")
+    def _show_progress(self) -> None:
+        if not self.ranks.is_main:
+            return
+        train, progress = self.config.train, self.progress
+        fraction = progress.step / train.max_steps
+        if train.max_minutes:
+            fraction = max(fraction, progress.minutes() / train.max_minutes)
+        show_progress(progress.step, fraction, progress.minutes(), self.window.rate())
 
 
 def seed_everything(seed: int) -> None:
@@ -323,35 +398,69 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def train_experiment(config: Experiment, run_dir: Path, overwrite: bool = False) -> dict:
-    """The whole `nmt train` command: returns the test scores of the best checkpoint."""
-    check_run_dir(run_dir, overwrite)
-    with RunLog() as run_log:
-        torch.set_num_threads(config.train.threads or os.cpu_count() or 1)
+def train_experiment(
+    config: Experiment, run_dir: Path, overwrite: bool = False, resume: bool = False
+) -> Outcome:
+    """The whole `nmt train` command, in this process's role under torchrun (if any)."""
+    if resume and overwrite:
+        raise UserError("--resume and --overwrite contradict each other; pass one of them.")
+    device = resolve_device(config.train.device, local_rank())
+    ranks = start_ranks(device)
+    try:
+        return _train(config, run_dir, resume, overwrite, device, ranks)
+    finally:
+        stop_ranks(ranks)
+
+
+def _train(config, run_dir, resume, overwrite, device, ranks) -> Outcome:
+    """Checks the run directory before any work and writes it only once the corpus has
+    loaded, so a bad config or corpus leaves an old run as it was."""
+    payload = resume_point(run_dir, config) if resume else None
+    if payload is None and ranks.is_main:
+        check_run_dir(run_dir, overwrite)
+    with RunLog(active=ranks.is_main) as run_log:
+        threads = config.train.threads or max(1, (os.cpu_count() or 1) // ranks.local_world)
+        torch.set_num_threads(threads)
         seed_everything(config.train.seed)
-        corpus = prepare_corpus(config)
-        start_run(run_dir, config, corpus.tokenizer)
-        run_log.attach(run_dir)
-        return _fit(config, run_dir, corpus)
+        tokenizer = Tokenizer.from_state(payload["tokenizer"]) if payload else None
+        with ranks.main_first():
+            corpus = prepare_corpus(config, run_dir, tokenizer)
+        if ranks.is_main:
+            if payload is None:
+                start_run(run_dir, config, corpus.tokenizer)
+            else:
+                trim_metrics(run_dir / "metrics.jsonl", payload["training"]["metrics_lines"])
+                save_config(run_dir, config)
+            run_log.attach(run_dir)
+        ranks.barrier()
+        vocab = corpus.tokenizer
+        model = build_model(
+            config.model, vocab.src.size, vocab.tgt.size, vocab.src.pad_id, vocab.tgt.pad_id
+        )
+        if ranks.distributed:  # same initial weights everywhere, different dropout per rank
+            torch.manual_seed(config.train.seed + ranks.rank)
+        trainer = Trainer(config, run_dir, corpus, model, device, ranks, resume_from=payload)
+        _log_start(config, corpus, model, run_dir, device, ranks, payload)
+        try:
+            with trainer.stop:
+                return trainer.fit()
+        finally:
+            trainer.report.close()
 
 
-def _fit(config: Experiment, run_dir: Path, corpus: Corpus) -> dict:
-    tokenizer = corpus.tokenizer
-    model = build_model(
-        config.model,
-        tokenizer.src.size,
-        tokenizer.tgt.size,
-        tokenizer.src.pad_id,
-        tokenizer.tgt.pad_id,
-    )
+def _log_start(config, corpus, model, run_dir, device, ranks, payload) -> None:
     parameters = sum(p.numel() for p in model.parameters())
     log.info(
-        "%s: %d training pairs, vocab %d/%d, %.2fM parameters, run dir %s",
+        "%s: %s, vocab %d/%d, %.2fM parameters, %s%s, %s, run dir %s",
         config.name,
-        len(corpus.train.src),
-        tokenizer.src.size,
-        tokenizer.tgt.size,
+        corpus.train.description,
+        corpus.tokenizer.src.size,
+        corpus.tokenizer.tgt.size,
         parameters / 1e6,
+        device,
+        f" x {ranks.world} processes" if ranks.distributed else "",
+        config.train.precision,
         run_dir,
     )
-    return Trainer(config, run_dir, corpus, model).fit()
+    if payload is not None:
+        log.info("resuming at step %d", payload["step"])

@@ -1,3 +1,5 @@
+import io
+
 import pytest
 import torch
 
@@ -6,6 +8,7 @@ from nmt.checkpoint import (
     FORMAT_VERSION,
     checkpoint_payload,
     load_checkpoint,
+    remove_temporaries,
     restore_model,
     save_checkpoint,
 )
@@ -83,3 +86,30 @@ def test_weights_not_matching_config(saved, tiny_config):
 
 def test_model_helper_has_all_parameters(tiny_config):
     assert sum(p.numel() for p in tiny_model(tiny_config).parameters()) > 0
+
+
+def test_a_crash_mid_write_leaves_the_previous_checkpoint_intact(saved, monkeypatch):
+    path, model = saved
+    before = path.read_bytes()
+    real_save = torch.save
+
+    def crash_halfway(obj, handle):
+        buffer = io.BytesIO()
+        real_save(obj, buffer)
+        handle.write(buffer.getvalue()[: len(buffer.getvalue()) // 2])
+        handle.flush()
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", crash_halfway)
+    with pytest.raises((OSError, UserError), match="No space"):  # UserError once harden wraps it
+        save_checkpoint(path, {"model": model.state_dict(), "step": 8})
+    assert path.read_bytes() == before
+    assert [p.name for p in path.parent.iterdir()] == ["model.pt"]  # no temporary left
+    assert load_checkpoint(path)["step"] == 7
+
+
+def test_leftovers_of_killed_writes_are_removed(saved):
+    path, _ = saved
+    (path.parent / ".last.pt.x1y2.tmp").write_bytes(b"half")
+    remove_temporaries(path.parent)
+    assert [p.name for p in path.parent.iterdir()] == ["model.pt"]
