@@ -27,7 +27,7 @@ lint: setup
 	$(BIN)/ruff format --check nmt tests scripts
 
 train: setup
-	$(BIN)/nmt train --config configs/demo.yaml
+	$(BIN)/nmt train --config configs/demo.yaml --overwrite
 
 bench: setup
 	$(BIN)/python scripts/bench_train.py

@@ -103,8 +103,9 @@ def main() -> None:
     import torch
 
     from nmt.config import load_config
+    from nmt.corpus import prepare_corpus
     from nmt.model import build_model
-    from nmt.train import Trainer, prepare_corpus, seed_everything
+    from nmt.train import Trainer, seed_everything
 
     config_path, overrides = args.config, list(args.overrides)
     data = args.data or (str(MULTI30K) if (MULTI30K / "train.de").exists() else None)
@@ -115,26 +116,26 @@ def main() -> None:
     config = load_config(config_path, overrides)
     torch.set_num_threads(config.train.threads or os.cpu_count() or 1)
     seed_everything(config.train.seed)
-    corpus = prepare_corpus(config)
-    tokenizer = corpus.tokenizer
-    model = build_model(
-        config.model,
-        tokenizer.src.size,
-        tokenizer.tgt.size,
-        tokenizer.src.pad_id,
-        tokenizer.tgt.pad_id,
-    )
     with tempfile.TemporaryDirectory() as run_dir:
+        corpus = prepare_corpus(config, Path(run_dir))
+        tokenizer = corpus.tokenizer
+        model = build_model(
+            config.model,
+            tokenizer.src.size,
+            tokenizer.tgt.size,
+            tokenizer.src.pad_id,
+            tokenizer.tgt.pad_id,
+        )
         trainer = Trainer(config, Path(run_dir), corpus, model)
         batches = trainer._batches()
         for _ in range(args.warmup):
-            trainer.train_step(next(batches))
+            trainer.train_step([next(batches)])
         timed = [next(batches) for _ in range(args.steps)]
         started = time.perf_counter()
         for batch in timed:
-            trainer.train_step(batch)
+            trainer.train_step([batch])
         seconds = time.perf_counter() - started
-        trainer.metrics_file.close()
+        trainer.report.close()
 
     tokens = sum(batch.num_tgt_tokens for batch in timed)
     macs = sum(
