@@ -19,7 +19,7 @@ import torch
 
 from nmt.config import ConfigError, Experiment, config_from_dict, config_to_dict
 from nmt.errors import UserError
-from nmt.model import Seq2Seq, build_model
+from nmt.model import Seq2Seq, model_for
 from nmt.tokenizer import Tokenizer
 
 FORMAT_VERSION = 1
@@ -136,13 +136,7 @@ def restore_model(payload: dict, path: Path) -> tuple[Seq2Seq, Tokenizer, Experi
         tokenizer = Tokenizer.from_state(payload["tokenizer"])
     except RuntimeError as error:
         raise _corrupt(path, f"its tokenizer cannot be read: {_first_line(error)}") from None
-    model = build_model(
-        config.model,
-        tokenizer.src.size,
-        tokenizer.tgt.size,
-        tokenizer.src.pad_id,
-        tokenizer.tgt.pad_id,
-    )
+    model = model_for(config.model, tokenizer)
     try:
         model.load_state_dict(payload["model"])
     except RuntimeError as error:

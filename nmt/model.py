@@ -9,6 +9,7 @@ from nmt.attention import build_attention
 from nmt.config import ModelConfig
 from nmt.decoder import DecoderState, RNNSearchDecoder
 from nmt.encoder import EncoderOutput, build_encoder
+from nmt.tokenizer import Tokenizer
 
 
 class Seq2Seq(nn.Module):
@@ -47,6 +48,12 @@ def build_model(
     model = Seq2Seq(encoder, decoder)
     _initialise(model)
     return model
+
+
+def model_for(config: ModelConfig, tokenizer: Tokenizer) -> Seq2Seq:
+    """A fresh model sized for the tokenizer's vocabularies."""
+    src, tgt = tokenizer.src, tokenizer.tgt
+    return build_model(config, src.size, tgt.size, src.pad_id, tgt.pad_id)
 
 
 def _initialise(model: nn.Module) -> None:

@@ -29,7 +29,7 @@ from nmt.distributed import Ranks, local_rank, start_ranks, stop_ranks
 from nmt.errors import UserError
 from nmt.evaluate import Scores, score
 from nmt.loss import token_loss
-from nmt.model import Seq2Seq, build_model
+from nmt.model import Seq2Seq, model_for
 from nmt.optim import build_optimizer, lr_at, reduces_on_plateau, set_lr
 from nmt.precision import Precision, resolve_device
 from nmt.report import LossWindow, Reporter, clear_progress, show_progress
@@ -434,9 +434,7 @@ def _train(config, run_dir, resume, overwrite, device, ranks) -> Outcome:
             run_log.attach(run_dir)
         ranks.barrier()
         vocab = corpus.tokenizer
-        model = build_model(
-            config.model, vocab.src.size, vocab.tgt.size, vocab.src.pad_id, vocab.tgt.pad_id
-        )
+        model = model_for(config.model, vocab)
         if ranks.distributed:  # same initial weights everywhere, different dropout per rank
             torch.manual_seed(config.train.seed + ranks.rank)
         trainer = Trainer(config, run_dir, corpus, model, device, ranks, resume_from=payload)

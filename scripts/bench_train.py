@@ -104,7 +104,7 @@ def main() -> None:
 
     from nmt.config import load_config
     from nmt.corpus import prepare_corpus
-    from nmt.model import build_model
+    from nmt.model import model_for
     from nmt.train import Trainer, seed_everything
 
     config_path, overrides = args.config, list(args.overrides)
@@ -119,13 +119,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as run_dir:
         corpus = prepare_corpus(config, Path(run_dir))
         tokenizer = corpus.tokenizer
-        model = build_model(
-            config.model,
-            tokenizer.src.size,
-            tokenizer.tgt.size,
-            tokenizer.src.pad_id,
-            tokenizer.tgt.pad_id,
-        )
+        model = model_for(config.model, tokenizer)
         trainer = Trainer(config, Path(run_dir), corpus, model)
         batches = trainer._batches()
         for _ in range(args.warmup):

@@ -8,19 +8,13 @@ from nmt.average import average_checkpoints
 from nmt.checkpoint import checkpoint_payload, load_checkpoint, save_checkpoint
 from nmt.cli import app
 from nmt.errors import UserError
-from nmt.model import build_model
+from nmt.model import model_for
 from nmt.translator import load_translator
 
 
 def write(path, config, tokenizer, seed, step):
     torch.manual_seed(seed)
-    model = build_model(
-        config.model,
-        tokenizer.src.size,
-        tokenizer.tgt.size,
-        tokenizer.src.pad_id,
-        tokenizer.tgt.pad_id,
-    )
+    model = model_for(config.model, tokenizer)
     save_checkpoint(path, checkpoint_payload(model, config, tokenizer, step, {}))
     return load_checkpoint(path)
 

@@ -13,19 +13,13 @@ from nmt.checkpoint import (
     save_checkpoint,
 )
 from nmt.errors import UserError
-from nmt.model import build_model
+from nmt.model import model_for
 
 
 @pytest.fixture
 def saved(tmp_path, tiny_config, tokenizer):
     torch.manual_seed(0)
-    model = build_model(
-        tiny_config.model,
-        tokenizer.src.size,
-        tokenizer.tgt.size,
-        tokenizer.src.pad_id,
-        tokenizer.tgt.pad_id,
-    ).eval()
+    model = model_for(tiny_config.model, tokenizer).eval()
     path = tmp_path / "model.pt"
     save_checkpoint(path, checkpoint_payload(model, tiny_config, tokenizer, 7, {"valid_bleu": 1.0}))
     return path, model

@@ -11,7 +11,7 @@ from nmt.config import load_config
 from nmt.corpus import Corpus
 from nmt.data import make_batch
 from nmt.errors import UserError
-from nmt.model import build_model
+from nmt.model import model_for
 from nmt.train import Trainer, train_experiment
 
 
@@ -79,13 +79,7 @@ def test_resume_refuses_another_config_and_finished_runs(tmp_path, corpus_dir):
 
 def tiny_trainer(config, tokenizer, tmp_path):
     torch.manual_seed(0)
-    model = build_model(
-        config.model,
-        tokenizer.src.size,
-        tokenizer.tgt.size,
-        tokenizer.src.pad_id,
-        tokenizer.tgt.pad_id,
-    )
+    model = model_for(config.model, tokenizer)
     return Trainer(config, tmp_path, Corpus(tokenizer, None, None, None), model)
 
 

@@ -10,15 +10,9 @@ from nmt.translator import Translator
 
 def make_translator(tiny_config, tokenizer):
     torch.manual_seed(0)
-    from nmt.model import build_model
+    from nmt.model import model_for
 
-    model = build_model(
-        tiny_config.model,
-        tokenizer.src.size,
-        tokenizer.tgt.size,
-        tokenizer.src.pad_id,
-        tokenizer.tgt.pad_id,
-    )
+    model = model_for(tiny_config.model, tokenizer)
     return Translator(model, tokenizer, tiny_config.decode)
 
 
