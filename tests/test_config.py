@@ -120,3 +120,17 @@ def test_decode_settings_are_checked(tmp_path, overrides, key):
 def test_sampling_allows_more_draws_than_the_beam(tmp_path):
     config = load_config(write(tmp_path, ""), ["decode.sample=true", "decode.nbest=8"])
     assert config.decode.nbest == 8 and config.decode.greedy().nbest == 1
+
+
+@pytest.mark.parametrize(
+    "overrides, key",
+    [
+        (["model.attention.type=multihead", "model.attention.heads=7"], "model.attention.heads"),
+        (["model.encoder.type=self_attention", "model.encoder.heads=5"], "model.encoder.heads"),
+        (["model.attention.type=dot", "model.decoder.hidden_dim=100"], "model.attention.type"),
+    ],
+)
+def test_sizes_that_do_not_fit_together(tmp_path, overrides, key):
+    with pytest.raises(ConfigError) as error:
+        load_config(write(tmp_path, ""), overrides)
+    assert error.value.path == key
