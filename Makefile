@@ -29,8 +29,11 @@ lint: setup
 train: setup
 	$(BIN)/nmt train --config configs/demo.yaml --overwrite
 
+# Training throughput, then translation speed once a Multi30k checkpoint exists (README).
 bench: setup
 	$(BIN)/python scripts/bench_train.py
+	@if [ -f runs/multi30k_de_en_rnnsearch/best.pt ]; then $(BIN)/python scripts/bench_translate.py; \
+	else echo "bench_translate: train runs/multi30k_de_en_rnnsearch first (see README)"; fi
 
 .PHONY: bench-data
 bench-data: setup
