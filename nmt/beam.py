@@ -10,6 +10,10 @@ when its `nbest`-th best finished hypothesis already beats the best any live one
 reach: a live hypothesis with score s (a sum of log-probabilities, so it only falls) ends with
 a normalised score of at most s / length_penalty(limit), because the penalty is >= 1 and grows
 with length for alpha >= 0. The bound is sound, so stopping early never changes the result.
+
+Only live hypotheses run through the model: a slot that finished, a sentence that is done,
+costs nothing at the next step. Each live row proposes its own `beam` best extensions and the
+sentence keeps the best `beam` of those, which is exactly the best `beam` of all extensions.
 """
 
 from __future__ import annotations
@@ -64,25 +68,30 @@ def beam_search(
     limits = limits.to(device)
     first_row = torch.arange(batch, device=device)[:, None] * beam  # [B, 1]
     state = model.init_state(model.encode(src, src_lengths))
-    state = state.select(torch.arange(batch, device=device).repeat_interleave(beam))
-    prev = torch.full((batch * beam,), bos_id, dtype=torch.long, device=device)
+    alive = torch.arange(batch, device=device) * beam  # the rows of [B * K] the state holds
+    prev = torch.full((batch,), bos_id, dtype=torch.long, device=device)
     live = torch.full((batch, beam), float("-inf"), device=device)  # scores; -inf: no hypothesis
     live[:, 0] = 0.0
     history = torch.zeros(batch * beam, 0, dtype=torch.long, device=device)  # [B * K, t]
     attention = pool = None
     rank = torch.arange(beam, device=device)[None, :]  # [1, K]
     for t in range(int(limits.max())):
-        logits, state, weights = model.step(state, prev)  # weights [B * K, H, S]
-        log_probs = logits.float().log_softmax(-1)
-        vocab = log_probs.size(-1)
-        # [B, K, V] -> [B, K * V]: every extension of every live hypothesis of a sentence
-        candidates = (live[:, :, None] + log_probs.view(batch, beam, vocab)).view(batch, -1)
-        top_scores, top_index = candidates.topk(beam, dim=1)  # [B, K], best first
-        origin, token = top_index // vocab, top_index % vocab
-        rows = (first_row + origin).view(-1)  # [B * K] the live row each candidate extends
-        state, prev = state.select(rows), token.view(-1)
-        history = torch.cat([history.index_select(0, rows), prev[:, None]], 1)  # [B * K, t + 1]
-        step_attention = weights.index_select(0, rows)[:, None]  # [B * K, 1, H, S]
+        logits, state, weights = model.step(state, prev)  # [N, V], weights [N, H, S]
+        extended = live.view(-1)[alive, None] + logits.float().log_softmax(-1)  # [N, V]
+        width = min(beam, extended.size(1))
+        row_best, row_token = extended.topk(width, dim=1)  # [N, W]: each live row's best
+        proposals = row_best.new_full((batch * beam, width), float("-inf"))
+        proposals[alive] = row_best
+        tokens = row_token.new_zeros(batch * beam, width)
+        tokens[alive] = row_token
+        # [B, K * W]: a sentence's best K extensions are among its rows' own best W
+        top_scores, top_index = proposals.view(batch, -1).topk(beam, dim=1)  # [B, K]
+        token = tokens.view(batch, -1).gather(1, top_index)
+        rows = (first_row + top_index // width).view(-1)  # [B * K] the row each one extends
+        compact = alive.new_zeros(batch * beam)  # [B * K] row -> its state row, where alive
+        compact[alive] = torch.arange(alive.numel(), device=device)
+        history = torch.cat([history.index_select(0, rows), token.view(-1, 1)], 1)
+        step_attention = weights.index_select(0, compact[rows])[:, None]  # [B * K, 1, H, S]
         if pool is None:  # the first step tells the attention's shape
             pool = FinishedPool.empty(batch, beam, int(limits.max()), weights)
             attention = weights.new_zeros(batch * beam, 0, *weights.shape[1:])
@@ -94,10 +103,11 @@ def beam_search(
         finished = pool.normalised(alpha).view(batch, beam)  # [B, K], -inf where empty
         nth_best = finished.topk(nbest, dim=1).values[:, -1]  # [B]
         reachable = live.amax(1) / length_penalty(limits, alpha)  # [B]
-        done = nth_best >= reachable
-        live.masked_fill_(done[:, None], float("-inf"))
-        if bool(done.all()):
+        live.masked_fill_((nth_best >= reachable)[:, None], float("-inf"))
+        alive = (live.view(-1) > float("-inf")).nonzero().squeeze(1)
+        if alive.numel() == 0:
             break
+        state, prev = state.select(compact[rows[alive]]), token.view(-1)[alive]
     return _best(pool, src_lengths, eos_id, alpha, beam, nbest)
 
 

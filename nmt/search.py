@@ -92,21 +92,24 @@ def step_by_step_search(
     src_lengths = src_lengths.repeat_interleave(copies)
     limits = limits.to(device).repeat_interleave(copies)
     rows = limits.numel()
+    active = torch.arange(rows, device=device)  # the rows still decoding, as the state holds them
     prev = torch.full((rows,), bos_id, dtype=torch.long, device=device)
-    finished = torch.zeros(rows, dtype=torch.bool, device=device)
     scores = torch.zeros(rows, device=device)
     tokens, weights = [], []
     for t in range(int(limits.max())):
-        logits, state, weight = model.step(state, prev)
-        log_probs = logits.float().log_softmax(-1)  # [rows, V]
-        prev = choose(log_probs)
-        picked = log_probs.gather(1, prev[:, None]).squeeze(1)  # [rows]
-        scores += picked.masked_fill(finished, 0.0)
-        tokens.append(prev)
-        weights.append(weight)
-        finished |= (prev == eos_id) | (t + 1 >= limits)
-        if bool(finished.all()):
+        logits, state, weight = model.step(state, prev)  # only the active rows run
+        log_probs = logits.float().log_softmax(-1)  # [A, V]
+        chosen = choose(log_probs)
+        scores[active] += log_probs.gather(1, chosen[:, None]).squeeze(1)
+        # finished rows read eos and zero attention from here on; their hypotheses end before
+        tokens.append(chosen.new_full((rows,), eos_id).index_copy_(0, active, chosen))
+        weights.append(weight.new_zeros(rows, *weight.shape[1:]).index_copy_(0, active, weight))
+        going = ((chosen != eos_id) & (t + 1 < limits[active])).nonzero().squeeze(1)
+        if going.numel() == 0:
             break
+        if going.numel() < active.numel():
+            active, state = active[going], state.select(going)
+        prev = chosen[going]
     return hypotheses_from_rows(
         torch.stack(tokens, 1), scores, torch.stack(weights, 1), src_lengths, eos_id, limits
     )
