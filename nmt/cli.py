@@ -155,8 +155,8 @@ def translate(
     """
 
     def action() -> None:
-        from nmt.data import read_lines
         from nmt.output import write_translations
+        from nmt.splits import read_lines
         from nmt.streaming import line_batches
         from nmt.translator import load_translator
 
@@ -234,7 +234,7 @@ def evaluate(
         if checkpoint:
             hypotheses, references = scoring.translate_split(checkpoint[0], split, set_ or [])
         elif hyp is not None and ref is not None:
-            from nmt.data import read_lines
+            from nmt.splits import read_lines
 
             hypotheses, references = read_lines(hyp), read_lines(ref)
             if len(hypotheses) != len(references):

@@ -28,22 +28,14 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from itertools import chain, islice, zip_longest
+from itertools import chain, islice
 from pathlib import Path
 
 from nmt.config import DataConfig, Experiment
-from nmt.data import (
-    TABLE_FORMATS,
-    ParallelText,
-    TokenBatcher,
-    _go_offline_unless_hub_reachable,
-    _text,
-    cache_dir,
-    encode_split,
-    load_split,
-)
+from nmt.data import TokenBatcher, encode_split
 from nmt.distributed import Ranks
 from nmt.errors import UserError
+from nmt.splits import ParallelText, cache_dir, load_split, locate, pair_rows, read_pairs
 from nmt.tokenizer import Tokenizer, build_tokenizer
 
 log = logging.getLogger("nmt")
@@ -282,126 +274,3 @@ def _cache_key(data: DataConfig, tokenizer: Tokenizer) -> str:
     for name in ("src", "tgt"):
         digest.update(tokenizer.to_state()[name])
     return digest.hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class Location:
-    """Where the pairs of one split are: two text files, one table file, or a hub split."""
-
-    kind: str  # "text", "table" or "hub"
-    files: tuple[Path, ...] = ()
-    builder: str = ""
-    split: str = ""
-
-    def describe(self) -> tuple:
-        stats = [(str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in self.files]
-        return (self.kind, self.builder, self.split, stats)
-
-
-def locate(config: DataConfig, role: str = "train") -> Location:
-    split = getattr(config.splits, role)
-    if config.path or config.demo:
-        if config.path:
-            directory = Path(config.path)
-        else:
-            from nmt.demo import DEMO_VERSION, write_demo_corpus
-
-            directory = write_demo_corpus(cache_dir(config) / "demo" / f"v{DEMO_VERSION}")
-        src_file = directory / f"{split}.{config.src_lang}"
-        tgt_file = directory / f"{split}.{config.tgt_lang}"
-        if src_file.exists() and tgt_file.exists():
-            return Location("text", (src_file, tgt_file))
-        for suffix, builder in TABLE_FORMATS.items():
-            if (directory / f"{split}.{suffix}").exists():
-                return Location("table", (directory / f"{split}.{suffix}",), builder)
-        load_split(config, role)  # raises the same error message as the in-memory path
-    if config.hub_id:
-        return Location("hub", split=getattr(config.hub_splits or config.splits, role))
-    load_split(config, role)  # no corpus configured: the in-memory path's error
-    raise AssertionError("unreachable")
-
-
-def pair_rows(config: DataConfig) -> Iterator[dict]:
-    """Rows {src, tgt} of the train split; a generator function for datasets.from_generator."""
-    for src, tgt in read_pairs(config):
-        yield {"src": src, "tgt": tgt}
-
-
-def read_pairs(config: DataConfig, role: str = "train") -> Iterator[tuple[str, str]]:
-    """The pairs of a split one at a time, never the whole split in memory."""
-    location = locate(config, role)
-    if location.kind == "text":
-        yield from _text_pairs(*location.files)
-        return
-    import datasets
-
-    if location.kind == "table":
-        options = {}
-        if location.builder == "csv":
-            options = dict(
-                delimiter="\t",
-                column_names=[config.src_lang, config.tgt_lang],
-                quoting=3,
-                keep_default_na=False,
-            )
-        origin = str(location.files[0])
-        rows = datasets.load_dataset(
-            location.builder, data_files=origin, split="train", streaming=True, **options
-        )
-    else:
-        _go_offline_unless_hub_reachable()
-        origin = f"{config.hub_id}, split '{location.split}'"
-        try:
-            rows = datasets.load_dataset(
-                config.hub_id, config.hub_config, split=location.split, streaming=True
-            )
-        except Exception as error:  # offline, unknown id, or a hub error
-            raise UserError(
-                f"cannot stream data.hub_id {origin} ({type(error).__name__}: {error}). "
-                "Without internet access, download the corpus and set data.path."
-            ) from None
-    for row in rows:
-        yield _row_pair(row, config, origin)
-
-
-def _row_pair(row: dict, config: DataConfig, origin: str) -> tuple[str, str]:
-    src, tgt = config.src_lang, config.tgt_lang
-    if src in row and tgt in row:
-        return _text(row[src]), _text(row[tgt])
-    translation = row.get("translation")
-    if isinstance(translation, dict) and src in translation and tgt in translation:
-        return _text(translation[src]), _text(translation[tgt])
-    raise UserError(
-        f"{origin}: rows have no '{src}' and '{tgt}' columns, nor a translation column with "
-        f"them (found: {', '.join(row)}). Set data.src_lang / data.tgt_lang."
-    )
-
-
-def _text_pairs(src_file: Path, tgt_file: Path) -> Iterator[tuple[str, str]]:
-    """Two aligned files line by line, read as data.read_lines reads them (UTF-8, a BOM and
-    CRLF accepted, only '\\n' ends a line); files of different lengths are an error."""
-    with src_file.open("rb") as src, tgt_file.open("rb") as tgt:
-        for number, (src_line, tgt_line) in enumerate(zip_longest(src, tgt), 1):
-            if src_line is None or tgt_line is None:
-                rest = 1 + sum(1 for _ in (src if src_line is not None else tgt))
-                src_count = number - 1 + (rest if src_line is not None else 0)
-                tgt_count = number - 1 + (rest if tgt_line is not None else 0)
-                raise UserError(
-                    f"parallel files differ in length: {src_file} has {src_count} lines but "
-                    f"{tgt_file} has {tgt_count}. Every line of one must translate the same "
-                    "line of the other."
-                )
-            yield _decode(src_line, src_file, number), _decode(tgt_line, tgt_file, number)
-
-
-def _decode(line: bytes, path: Path, number: int) -> str:
-    if number == 1 and line.startswith(b"\xef\xbb\xbf"):
-        line = line[3:]
-    try:
-        text = line.removesuffix(b"\n").decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise UserError(
-            f"{path} is not valid UTF-8: line {number}, byte {error.start} of the line "
-            f"({error.reason}). Convert the file to UTF-8 (e.g. with iconv)."
-        ) from None
-    return text.removesuffix("\r")

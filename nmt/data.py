@@ -1,226 +1,26 @@
-"""Parallel corpora -> subword ids -> length-bucketed token batches.
+"""Sentence pairs -> subword ids -> length-bucketed token batches.
 
-Corpora come from the Hugging Face hub (`data.hub_id`), a local directory (`data.path`)
-of `{split}.{lang}` text files or `{split}.tsv|jsonl|parquet` files, or the generated
-demo corpus. Every split ends up as two aligned lists of strings; any way in which the
-two sides could silently misalign is an error instead.
+Reading the pairs is nmt/splits.py's job; this module encodes them, drops what cannot train
+(empty or over-long pairs) and cuts batches under a token budget.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import random
-import socket
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
-from nmt.config import DataConfig
 from nmt.errors import UserError
+from nmt.splits import ParallelText
 from nmt.tokenizer import Tokenizer, Vocab
 
 log = logging.getLogger(__name__)
 
 ROLES = ("train", "valid", "test")
 TABLE_FORMATS = {"tsv": "csv", "jsonl": "json", "parquet": "parquet"}
-
-
-@dataclass
-class ParallelText:
-    """Aligned sentence pairs of one split; `origin` says where they came from, for messages."""
-
-    src: list[str]
-    tgt: list[str]
-    origin: str
-
-
-def cache_dir(config: DataConfig) -> Path:
-    default = os.environ.get("NMT_CACHE") or Path.home() / ".cache" / "nmt"
-    return Path(config.cache_dir or default)
-
-
-def load_split(config: DataConfig, role: str) -> ParallelText:
-    """Reads the split that plays `role` (train, valid or test) from wherever the config says."""
-    text = _read_split(config, role)
-    if not text.src:
-        raise UserError(f"{text.origin}: the {role} split has no sentence pairs.")
-    return text
-
-
-def _read_split(config: DataConfig, role: str) -> ParallelText:
-    split = getattr(config.splits, role)
-    if config.path:
-        return _read_local(Path(config.path), split, config)
-    if config.demo:
-        from nmt.demo import DEMO_VERSION, write_demo_corpus
-
-        directory = write_demo_corpus(cache_dir(config) / "demo" / f"v{DEMO_VERSION}")
-        return _read_local(directory, split, config)
-    if config.hub_id:
-        return _read_hub(config, getattr(config.hub_splits or config.splits, role))
-    raise UserError(
-        "config key 'data': no corpus given. Set data.path to a directory of parallel files, "
-        "data.hub_id to a Hugging Face dataset, or data.demo: true for the built-in demo corpus."
-    )
-
-
-def _read_local(directory: Path, split: str, config: DataConfig) -> ParallelText:
-    if not directory.is_dir():
-        problem = "is not a directory" if directory.exists() else "does not exist"
-        raise UserError(
-            f"data.path {directory} {problem}. Point it at the folder that "
-            f"holds {split}.{config.src_lang} and {split}.{config.tgt_lang}."
-        )
-    src_file = directory / f"{split}.{config.src_lang}"
-    tgt_file = directory / f"{split}.{config.tgt_lang}"
-    if src_file.exists() and tgt_file.exists():
-        _require_content(src_file, tgt_file)
-        return _read_text_pair(src_file, tgt_file)
-    for suffix, builder in TABLE_FORMATS.items():
-        table = directory / f"{split}.{suffix}"
-        if table.exists():
-            _require_content(table)
-            return _read_table(table, builder, config)
-    found = ", ".join(sorted(p.name for p in directory.iterdir())[:12]) or "nothing"
-    raise UserError(
-        f"data.path {directory}: no files for split '{split}'. Expected {src_file.name} and "
-        f"{tgt_file.name}, or {split}.tsv / {split}.jsonl / {split}.parquet; found: {found}. "
-        "Check data.splits, data.src_lang and data.tgt_lang."
-    )
-
-
-def _require_content(*files: Path) -> None:
-    """An empty file would surface later as a puzzling error about a split or a count."""
-    empty = [str(file) for file in files if file.stat().st_size == 0]
-    if empty:
-        raise UserError(
-            f"{' and '.join(empty)} {'is' if len(empty) == 1 else 'are'} empty. "
-            "Put one sentence a line in it, or point data.path / data.splits elsewhere."
-        )
-
-
-def read_lines(path: Path) -> list[str]:
-    """UTF-8 lines without line ends; a BOM and CRLF endings are accepted silently."""
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise UserError(f"cannot read {path}: {error.strerror}.") from None
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise UserError(
-            f"{path} is not valid UTF-8: line {line}, byte offset {error.start} "
-            f"({error.reason}). Convert the file to UTF-8 (e.g. with iconv)."
-        ) from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
-
-
-def _read_text_pair(src_file: Path, tgt_file: Path) -> ParallelText:
-    src, tgt = read_lines(src_file), read_lines(tgt_file)
-    if len(src) != len(tgt):
-        raise UserError(
-            f"parallel files differ in length: {src_file} has {len(src)} lines but {tgt_file} "
-            f"has {len(tgt)}. Every line of one must translate the same line of the other."
-        )
-    return ParallelText(src, tgt, f"{src_file} / {tgt_file.name}")
-
-
-def _read_table(table: Path, builder: str, config: DataConfig) -> ParallelText:
-    import datasets
-
-    options = {}
-    if builder == "csv":
-        options = dict(
-            delimiter="\t",
-            column_names=[config.src_lang, config.tgt_lang],
-            quoting=3,
-            keep_default_na=False,
-        )
-    try:
-        dataset = datasets.load_dataset(builder, data_files=str(table), split="train", **options)
-    except Exception as error:  # the builders raise many types; all mean "unreadable file"
-        raise UserError(f"cannot read {table} as {table.suffix[1:]}: {error}") from None
-    return _columns(dataset, config, str(table))
-
-
-def _read_hub(config: DataConfig, split: str) -> ParallelText:
-    _go_offline_unless_hub_reachable()
-    import datasets
-
-    name = config.hub_id + (f" ({config.hub_config})" if config.hub_config else "")
-    try:
-        dataset = datasets.load_dataset(config.hub_id, config.hub_config, split=split)
-    except ValueError as error:
-        raise UserError(f"data.hub_id {name}: {error}. Check data.splits.") from None
-    except Exception as error:  # offline, unknown id, or a hub error: all need the same advice
-        raise UserError(
-            f"cannot load data.hub_id {name}, split '{split}', from the Hugging Face hub "
-            f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}). "
-            "Without internet access, download the corpus and set data.path to a directory with "
-            f"{split}.{config.src_lang} and {split}.{config.tgt_lang}."
-        ) from None
-    return _columns(dataset, config, f"{name}, split '{split}'")
-
-
-def _go_offline_unless_hub_reachable(timeout: float = 3.0) -> None:
-    """Without a route to the hub, `datasets` would retry for ~25 s before failing; offline
-    mode fails at once, or loads the dataset from the local cache if it was downloaded before."""
-    if os.environ.get("HF_HUB_OFFLINE") == "1":
-        return
-    try:
-        socket.create_connection(("huggingface.co", 443), timeout=timeout).close()
-    except OSError:
-        log.info("the Hugging Face hub is unreachable: using only locally cached datasets")
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        for module_name, attribute in (
-            ("datasets.config", "HF_HUB_OFFLINE"),
-            ("huggingface_hub.constants", "HF_HUB_OFFLINE"),
-        ):
-            module = sys.modules.get(module_name)
-            if module is not None:
-                setattr(module, attribute, True)
-
-
-def _columns(dataset, config: DataConfig, origin: str) -> ParallelText:
-    """Takes the two language columns, or a WMT-style `translation` dict column."""
-    columns = dataset.column_names
-    if config.src_lang in columns and config.tgt_lang in columns:
-        src, tgt = list(dataset[config.src_lang]), list(dataset[config.tgt_lang])
-    elif "translation" in columns:
-        pairs = list(dataset["translation"])
-        missing = [
-            lang for lang in (config.src_lang, config.tgt_lang) if pairs and lang not in pairs[0]
-        ]
-        if missing:
-            found = ", ".join(sorted(pairs[0]))
-            raise UserError(
-                f"{origin}: the translation column has no '{missing[0]}' entry "
-                f"(languages found: {found}). Set data.src_lang / data.tgt_lang."
-            )
-        src = [pair[config.src_lang] for pair in pairs]
-        tgt = [pair[config.tgt_lang] for pair in pairs]
-    else:
-        lang = config.src_lang if config.src_lang not in columns else config.tgt_lang
-        raise UserError(
-            f"{origin}: no column '{lang}' (columns found: {', '.join(columns)}). "
-            "Set data.src_lang / data.tgt_lang to column names, or provide a "
-            "'translation' column."
-        )
-    return ParallelText([_text(s) for s in src], [_text(t) for t in tgt], origin)
-
-
-def _text(value) -> str:
-    return "" if value is None else str(value).strip()
 
 
 @dataclass

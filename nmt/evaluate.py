@@ -54,7 +54,7 @@ def translate_split(
     """
     from nmt.checkpoint import load_checkpoint, restore_model
     from nmt.config import apply_override, config_from_dict, parse_override
-    from nmt.data import ROLES, load_split
+    from nmt.splits import ROLES, load_split
     from nmt.translator import Translator
 
     if split not in ROLES:

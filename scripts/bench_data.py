@@ -69,7 +69,7 @@ def measure(mode: str, corpus: Path, spm: Path, num_proc: int, cache: Path) -> d
 
     from nmt.config import DataConfig, Experiment, TrainConfig
     from nmt.corpus import StreamSource, arrow_source, memory_source
-    from nmt.data import load_split
+    from nmt.splits import load_split
     from nmt.tokenizer import Tokenizer, Vocab
 
     datasets.disable_progress_bars()

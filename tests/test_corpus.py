@@ -10,9 +10,8 @@ import pytest
 from conftest import ROOT, TINY_OVERRIDES, write_parallel
 from nmt import corpus as corpus_module
 from nmt.config import load_config
-from nmt.corpus import StreamSource, arrow_source, memory_source, read_pairs
-from nmt.data import load_split, read_lines
-from nmt.errors import UserError
+from nmt.corpus import StreamSource, arrow_source, memory_source
+from nmt.splits import load_split
 
 
 @pytest.fixture
@@ -77,21 +76,3 @@ def test_the_arrow_cache_is_reused_and_rebuilt_when_the_corpus_changes(
     )
     assert arrow_source(changed, tokenizer, tmp_path).description == "2 training pairs"
     assert len(list(tmp_path.glob("train-*"))) == 2
-
-
-def test_streamed_lines_are_read_like_read_lines(tmp_path, config):
-    (tmp_path / "train.en").write_bytes(b"\xef\xbb\xbfone\r\ntwo \xc3\xa4\n\nlast")
-    (tmp_path / "train.de").write_bytes(b"eins\r\nzwei\n\nletzte\n")
-    local = load_config(ROOT / "configs/demo.yaml", [f"data.path={tmp_path}", *TINY_OVERRIDES])
-    pairs = list(read_pairs(local.data))
-    assert [s for s, _ in pairs] == read_lines(tmp_path / "train.en")
-    assert [t for _, t in pairs] == read_lines(tmp_path / "train.de")
-    (tmp_path / "train.de").write_text("eins\nzwei\n")
-    with pytest.raises(UserError, match="train.en has 4 lines but .*train.de has 2"):
-        list(read_pairs(local.data))
-
-
-def test_streaming_reads_tables_through_datasets(tmp_path, config):
-    (tmp_path / "train.tsv").write_text("a cat\teine Katze\nthe dog\tder Hund\n")
-    local = load_config(ROOT / "configs/demo.yaml", [f"data.path={tmp_path}", *TINY_OVERRIDES])
-    assert list(read_pairs(local.data)) == [("a cat", "eine Katze"), ("the dog", "der Hund")]

@@ -22,8 +22,8 @@ from conftest import ROOT, TINY_OVERRIDES, nmt
 from nmt.checkpoint import FORMAT_VERSION, load_checkpoint, save_checkpoint
 from nmt.cli import app
 from nmt.config import DataConfig, load_config
-from nmt.data import load_split
 from nmt.errors import UserError
+from nmt.splits import load_split
 from nmt.train import train_experiment
 
 DEMO = ROOT / "configs" / "demo.yaml"
