@@ -29,11 +29,16 @@ lint: setup
 train: setup
 	$(BIN)/nmt train --config configs/demo.yaml --overwrite
 
-# Training throughput, then translation speed once a Multi30k checkpoint exists (README).
+# Training throughput of the additive and multi-head models, then translation speed with
+# each Multi30k checkpoint that exists (README, "Multi30k German→English").
+BENCH_MODELS := rnnsearch multihead
+
 bench: setup
-	$(BIN)/python scripts/bench_train.py
-	@if [ -f runs/multi30k_de_en_rnnsearch/best.pt ]; then $(BIN)/python scripts/bench_translate.py; \
-	else echo "bench_translate: train runs/multi30k_de_en_rnnsearch first (see README)"; fi
+	for model in $(BENCH_MODELS); do \
+	  $(BIN)/python scripts/bench_train.py --config configs/multi30k_de_en_$$model.yaml || exit 1; done
+	@for model in $(BENCH_MODELS); do ckpt=runs/multi30k_de_en_$$model/best.pt; \
+	  if [ -f $$ckpt ]; then $(BIN)/python scripts/bench_translate.py --checkpoint $$ckpt || exit 1; \
+	  else echo "bench_translate: no $$ckpt yet; train it first (see README)"; fi; done
 
 .PHONY: bench-data
 bench-data: setup

@@ -12,6 +12,7 @@ prints one JSON line. Utilisation = analytic forward+backward FLOPs per real tar
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -93,7 +94,7 @@ def main() -> None:
     parser.add_argument(
         "--data",
         help="corpus directory (default: ../shared/data/multi30k if "
-        "present, else the demo corpus with configs/demo.yaml)",
+        "present, else the demo corpus, with the model of --config)",
     )
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=5)
@@ -111,9 +112,11 @@ def main() -> None:
     data = args.data or (str(MULTI30K) if (MULTI30K / "train.de").exists() else None)
     if data:
         overrides.insert(0, f"data.path={data}")
-    elif args.config == parser.get_default("config"):
-        config_path = str(ROOT / "configs/demo.yaml")
     config = load_config(config_path, overrides)
+    if not data and not config.data.path and not config.data.demo:
+        # No corpus at hand: the same model and training settings on the demo corpus.
+        demo = load_config(ROOT / "configs/demo.yaml")
+        config = dataclasses.replace(config, data=demo.data, tokenizer=demo.tokenizer)
     torch.set_num_threads(config.train.threads or os.cpu_count() or 1)
     seed_everything(config.train.seed)
     with tempfile.TemporaryDirectory() as run_dir:
