@@ -32,12 +32,14 @@ def plot_attention(
     width = max(4.0, 2.0 + cell * src_len)
     height = max(3.0, 1.5 + cell * steps)
     rows = math.ceil(heads / HEAD_COLUMNS) if heads > 1 else 0
-    figure = Figure(figsize=(width, height * (1 + rows / 2)), layout="constrained")
+    # a head panel is a quarter of the width with square cells, plus its title
+    grid_height = rows * (width / HEAD_COLUMNS * steps / src_len + 0.3)
+    figure = Figure(figsize=(width, height + grid_height), layout="constrained")
     FigureCanvasAgg(figure)
     if heads == 1:
         _labelled_heatmap(figure, attention[:, 0], src_labels, tgt_labels, title)
     else:
-        average, grid = figure.subfigures(2, 1, height_ratios=[2, rows])
+        average, grid = figure.subfigures(2, 1, height_ratios=[height, grid_height])
         subtitle = f"{title} (mean of {heads} heads)"
         _labelled_heatmap(average, attention.mean(1), src_labels, tgt_labels, subtitle)
         for head, panel in enumerate(grid.subplots(rows, HEAD_COLUMNS, squeeze=False).flat):
