@@ -31,13 +31,17 @@ train: setup
 
 # Training throughput of the additive and multi-head models, then translation speed with
 # each Multi30k checkpoint that exists (README, "Multi30k German→English").
+# With ../shared/bench, the SentencePiece model JoeyNMT is measured with there.
 BENCH_MODELS := rnnsearch multihead
+BENCH_SPM    := ../shared/bench/spm8k.model
+BENCH_SET    := $(if $(wildcard $(BENCH_SPM)),--set tokenizer.model=$(BENCH_SPM))
 
 bench: setup
-	for model in $(BENCH_MODELS); do \
-	  $(BIN)/python scripts/bench_train.py --config configs/multi30k_de_en_$$model.yaml || exit 1; done
+	for model in $(BENCH_MODELS); do $(BIN)/python scripts/bench_train.py \
+	  --config configs/multi30k_de_en_$$model.yaml $(BENCH_SET) || exit 1; done
 	@for model in $(BENCH_MODELS); do ckpt=runs/multi30k_de_en_$$model/best.pt; \
-	  if [ -f $$ckpt ]; then $(BIN)/python scripts/bench_translate.py --checkpoint $$ckpt || exit 1; \
+	  if [ -f $$ckpt ]; then \
+	    $(BIN)/python scripts/bench_translate.py --checkpoint $$ckpt --batch-size 64 128 || exit 1; \
 	  else echo "bench_translate: no $$ckpt yet; train it first (see README)"; fi; done
 
 .PHONY: bench-data
