@@ -57,19 +57,16 @@ def cache_dir(config: DataConfig) -> Path:
 
 def load_split(config: DataConfig, role: str) -> ParallelText:
     """Reads the split that plays `role` (train, valid or test) from wherever the config says."""
-    text = _read_split(config, role)
+    location = locate(config, role)
+    if location.kind == "text":
+        text = _read_text_pair(*location.files)
+    elif location.kind == "table":
+        text = _read_table(location.files[0], location.builder, config)
+    else:
+        text = _read_hub(config, location.split)
     if not text.src:
         raise UserError(f"{text.origin}: the {role} split has no sentence pairs.")
     return text
-
-
-def _read_split(config: DataConfig, role: str) -> ParallelText:
-    location = locate(config, role)
-    if location.kind == "text":
-        return _read_text_pair(*location.files)
-    if location.kind == "table":
-        return _read_table(location.files[0], location.builder, config)
-    return _read_hub(config, location.split)
 
 
 def locate(config: DataConfig, role: str = "train") -> Location:

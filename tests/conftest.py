@@ -89,6 +89,16 @@ def tokenizer(corpus_dir, tmp_path_factory) -> Tokenizer:
     return build_tokenizer(config, src, tgt, tmp_path_factory.mktemp("spm"))
 
 
+def write_code_running_checkpoint(path: Path, marker: Path) -> None:
+    """A checkpoint whose unpickling would create `marker`: loading it must be refused."""
+
+    class Exploit:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    torch.save({"format_version": 1, "x": Exploit()}, path)
+
+
 def tiny_model(config: Experiment, vocab_size: int = 50, seed: int = 0) -> Seq2Seq:
     torch.manual_seed(seed)
     return build_model(config.model, vocab_size, vocab_size, 0, 0)

@@ -3,7 +3,7 @@ import io
 import pytest
 import torch
 
-from conftest import tiny_model
+from conftest import tiny_model, write_code_running_checkpoint
 from nmt.checkpoint import (
     FORMAT_VERSION,
     checkpoint_payload,
@@ -44,12 +44,8 @@ def test_no_temporary_files_are_left(saved):
 def test_code_in_a_pickle_is_refused(tmp_path):
     marker = tmp_path / "marker"
 
-    class Exploit:
-        def __reduce__(self):
-            return (open, (str(marker), "w"))
-
     path = tmp_path / "evil.pt"
-    torch.save({"format_version": 1, "x": Exploit()}, path)
+    write_code_running_checkpoint(path, marker)
     with pytest.raises(UserError, match="refused"):
         load_checkpoint(path)
     assert not marker.exists()

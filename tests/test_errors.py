@@ -18,7 +18,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from conftest import ROOT, TINY_OVERRIDES, nmt
+from conftest import ROOT, TINY_OVERRIDES, nmt, write_code_running_checkpoint
 from nmt.checkpoint import FORMAT_VERSION, load_checkpoint, save_checkpoint
 from nmt.cli import app
 from nmt.config import DataConfig, load_config
@@ -208,12 +208,8 @@ def test_unreachable_hub_suggests_data_path(monkeypatch, tmp_path):
 def test_pickle_that_runs_code_is_refused(tmp_path):
     marker = tmp_path / "marker"
 
-    class Exploit:
-        def __reduce__(self):
-            return (open, (str(marker), "w"))
-
     path = tmp_path / "evil.pt"
-    torch.save({"format_version": 1, "x": Exploit()}, path)
+    write_code_running_checkpoint(path, marker)
     result = nmt("translate", "--checkpoint", path, input="hello\n")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "refused" in result.stderr and "open" in result.stderr and str(path) in result.stderr
