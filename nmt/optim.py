@@ -24,9 +24,15 @@ import torch
 
 from nmt.config import TrainConfig
 
+FUSED_ADAM_DEVICES = ("cpu", "cuda")
+
 
 def build_optimizer(parameters: Iterable[torch.nn.Parameter], train: TrainConfig):
-    return torch.optim.Adam(parameters, lr=lr_at(0, train))
+    """Adam; the fused kernel (one pass over all parameters) where the device has one, which
+    on a CPU makes the update several times faster than the per-tensor loop."""
+    parameters = list(parameters)
+    fused = all(p.device.type in FUSED_ADAM_DEVICES for p in parameters) or None
+    return torch.optim.Adam(parameters, lr=lr_at(0, train), fused=fused)
 
 
 def lr_at(step: int, train: TrainConfig, reductions: int = 0) -> float:

@@ -81,6 +81,24 @@ def test_optimizer_starts_at_the_first_rate_and_set_lr_reaches_every_group():
     assert [group["lr"] for group in optimizer.param_groups] == [0.125, 0.125]
 
 
+def test_cpu_updates_use_the_fused_adam_and_match_the_reference_loop():
+    torch.manual_seed(0)
+    start = [torch.randn(5, 3), torch.randn(7)]
+    fused = [torch.nn.Parameter(p.clone()) for p in start]
+    looped = [torch.nn.Parameter(p.clone()) for p in start]
+    optimizer = build_optimizer(fused, schedule("constant"))
+    reference = torch.optim.Adam(looped, lr=0.25, foreach=False)
+    assert optimizer.defaults["fused"] is True
+    for _ in range(3):
+        gradients = [torch.randn_like(p) for p in start]
+        for parameters, step in ((fused, optimizer), (looped, reference)):
+            for parameter, gradient in zip(parameters, gradients, strict=True):
+                parameter.grad = gradient.clone()
+            step.step()
+    for a, b in zip(fused, looped, strict=True):
+        assert torch.allclose(a, b, atol=1e-6)
+
+
 @pytest.mark.parametrize(
     "override, key",
     [
