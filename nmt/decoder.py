@@ -3,7 +3,8 @@
 At target step i the previous state s_{i-1} is the attention query; the context c_i feeds
 the GRU, s_i = GRU([E y_{i-1}; c_i], s_{i-1}); the output layer reads (s_i, E y_{i-1}, c_i).
 Only the attention and the GRU update depend on the previous step, so under teacher forcing
-the embedding-side GRU inputs and the whole output layer run once for all steps.
+the embedding-side GRU inputs and the whole output layer run once for all steps, and the
+vocabulary projection is left to the loss, which fuses it with the softmax (nmt.loss).
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ class RNNSearchDecoder(nn.Module):
     def forward(
         self, state: DecoderState, tgt_in: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Teacher forcing. tgt_in [B, T] -> logits [B, T, V], attention weights [B, T, H, S]."""
+        """Teacher forcing. tgt_in [B, T] -> output features [B, T, out_dim] (logits are
+        `generator(features)`), attention weights [B, T, H, S]."""
         embedded = self.dropout(self.embed(tgt_in))  # [B, T, E]
         embedding_gates = self.embedding_gates(embedded)  # [B, T, 3H]
         hiddens, contexts, weights = [], [], []
@@ -72,8 +74,8 @@ class RNNSearchDecoder(nn.Module):
             hiddens.append(hidden)
             contexts.append(context)
             weights.append(weight)
-        logits = self._output(torch.stack(hiddens, 1), embedded, torch.stack(contexts, 1))
-        return logits, torch.stack(weights, 1)
+        features = self._readout(torch.stack(hiddens, 1), embedded, torch.stack(contexts, 1))
+        return features, torch.stack(weights, 1)
 
     def step(
         self, state: DecoderState, prev_tokens: torch.Tensor
@@ -83,7 +85,7 @@ class RNNSearchDecoder(nn.Module):
         hidden, context, weights = self._advance(
             state.hidden, state.memory, self.embedding_gates(embedded)
         )
-        logits = self._output(hidden, embedded, context)
+        logits = self.generator(self._readout(hidden, embedded, context))
         return logits, DecoderState(hidden, state.memory), weights
 
     def _advance(
@@ -99,13 +101,13 @@ class RNNSearchDecoder(nn.Module):
         candidate = torch.tanh(x_n + reset * h_n)
         return (1 - update) * candidate + update * hidden, context, weights
 
-    def _output(
+    def _readout(
         self, hidden: torch.Tensor, embedded: torch.Tensor, context: torch.Tensor
     ) -> torch.Tensor:
-        """Deep output t_i from (s_i, E y_{i-1}, c_i), then the vocabulary projection."""
+        """Deep output t_i from (s_i, E y_{i-1}, c_i): what the vocabulary projection reads."""
         readout = self.readout(torch.cat([hidden, embedded, context], dim=-1))
         if self.maxout:
             readout = readout.unflatten(-1, (-1, 2)).amax(dim=-1)  # [..., out_dim]
         else:
             readout = torch.tanh(readout)
-        return self.generator(self.dropout(readout))
+        return self.dropout(readout)

@@ -1,19 +1,116 @@
-"""Label-smoothed cross-entropy over real target tokens (padding contributes nothing)."""
+"""Label-smoothed cross-entropy over real target tokens, fused with the vocabulary projection.
+
+The logits of a batch, [N, V] for N target tokens, are the largest tensor of a training
+step. Here they never outlive a chunk of rows: each chunk's logits turn, in place, into the
+gradient of the loss with respect to them (softmax minus the smoothed target), which is
+folded at once into the gradients of the features, weight and bias; backward only scales
+those by the incoming gradient. Rows are padded out to a multiple of 64 vocabulary entries
+(bias -inf, so they get probability 0), because matrix products with an odd width, such as
+a SentencePiece model plus an appended pad, run a third slower.
+
+The loss is torch's `cross_entropy(..., label_smoothing=eps)`:
+lse - (1 - eps) z_target - eps mean_v z_v, summed over tokens whose target is not padding.
+"""
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
+from torch import nn
+
+CHUNK_ROWS = 1024  # bounds the logits held at once to CHUNK_ROWS × V
+ALIGN = 64
 
 
-def token_loss(
-    logits: torch.Tensor, targets: torch.Tensor, pad_id: int, label_smoothing: float = 0.0
+def vocabulary_loss(
+    features: torch.Tensor,
+    projection: nn.Linear,
+    targets: torch.Tensor,
+    pad_id: int,
+    label_smoothing: float = 0.0,
 ) -> torch.Tensor:
-    """Summed loss. logits [B, T, V], targets [B, T]; divide by the real token count yourself."""
-    return F.cross_entropy(
-        logits.flatten(0, 1),
-        targets.flatten(),
-        ignore_index=pad_id,
-        label_smoothing=label_smoothing,
-        reduction="sum",
-    )
+    """Summed loss of `projection(features)` against targets; features [..., D], targets [...].
+
+    Divide by the number of real target tokens yourself.
+    """
+    inputs = (features.flatten(0, -2), projection.weight, projection.bias)
+    targets = targets.flatten()
+    if torch.is_grad_enabled() and any(tensor.requires_grad for tensor in inputs):
+        return _LinearCrossEntropy.apply(*inputs, targets, pad_id, label_smoothing)
+    return _chunked(*inputs, targets, pad_id, label_smoothing, gradients=False)[0]
+
+
+class _LinearCrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, features, weight, bias, targets, pad_id, label_smoothing):
+        loss, *gradients = _chunked(
+            features, weight, bias, targets, pad_id, label_smoothing, gradients=True
+        )
+        ctx.save_for_backward(*gradients)
+        return loss
+
+    @staticmethod
+    def backward(ctx, grad_loss):
+        grads = [grad * grad_loss.to(grad.dtype) for grad in ctx.saved_tensors]
+        return *grads, None, None, None
+
+
+def _chunked(
+    features: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor,
+    targets: torch.Tensor,
+    pad_id: int,
+    smoothing: float,
+    gradients: bool,
+) -> tuple[torch.Tensor, ...]:
+    """The summed loss (and, if asked, the gradients of it) chunk by chunk, without a host sync.
+
+    Runs outside autocast: products in the features' dtype, softmax and sums in float32.
+    """
+    vocab, padded = weight.size(0), -(-weight.size(0) // ALIGN) * ALIGN
+    dtype = features.dtype
+    with torch.autocast(features.device.type, enabled=False):
+        aligned_weight, aligned_bias = weight.to(dtype), bias.to(dtype)
+        if padded > vocab:
+            aligned_weight = torch.cat(
+                [aligned_weight, weight.new_zeros(padded - vocab, weight.size(1), dtype=dtype)]
+            )
+            aligned_bias = torch.cat(
+                [aligned_bias, bias.new_full((padded - vocab,), float("-inf"), dtype=dtype)]
+            )
+        mean_weight, mean_bias = weight.float().mean(0), bias.float().mean()
+        real = (targets != pad_id)[:, None]  # [N, 1]
+        loss = features.new_zeros((), dtype=torch.float32)
+        grad_features = torch.empty_like(features)
+        grad_weight = aligned_weight.new_zeros(aligned_weight.shape, dtype=torch.float32)
+        grad_bias = aligned_bias.new_zeros(aligned_bias.shape, dtype=torch.float32)
+        for start in range(0, features.size(0), CHUNK_ROWS):
+            rows = slice(start, start + CHUNK_ROWS)
+            chunk, target, keep = features[rows], targets[rows, None], real[rows]
+            logits = torch.addmm(aligned_bias, chunk, aligned_weight.t()).float()
+            lse = logits.logsumexp(-1, keepdim=True)
+            mean_logit = chunk.float() @ mean_weight[:, None] + mean_bias
+            per_token = lse - (1 - smoothing) * logits.gather(1, target) - smoothing * mean_logit
+            loss += per_token.masked_fill(~keep, 0).sum()
+            if not gradients:
+                continue
+            # softmax in place; an infinite lse zeroes the rows of padding targets
+            grad_logits = logits.sub_(lse.masked_fill(~keep, float("inf"))).exp_()
+            grad_logits.scatter_add_(1, target, keep * (smoothing - 1.0))
+            grad_logits = grad_logits.to(chunk.dtype)
+            # -eps mean_v z_v adds -eps / V to the gradient of every real logit
+            grad_features[rows] = (grad_logits @ aligned_weight).float() - smoothing * (
+                keep * mean_weight
+            )
+            grad_weight.addmm_(grad_logits.t().float(), chunk.float())
+            grad_weight[:vocab] -= smoothing / vocab * (keep * chunk.float()).sum(0)
+            grad_bias += grad_logits.float().sum(0)
+            grad_bias[:vocab] -= smoothing / vocab * keep.sum()
+        if not gradients:
+            return (loss,)
+        return (
+            loss,
+            grad_features,
+            grad_weight[:vocab].to(weight.dtype),
+            grad_bias[:vocab].to(bias.dtype),
+        )

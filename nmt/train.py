@@ -28,7 +28,7 @@ from nmt.data import Batch, make_batch
 from nmt.distributed import Ranks, local_rank, start_ranks, stop_ranks
 from nmt.errors import UserError
 from nmt.evaluate import Scores, score
-from nmt.loss import token_loss
+from nmt.loss import vocabulary_loss
 from nmt.model import Seq2Seq, model_for
 from nmt.optim import build_optimizer, lr_at, reduces_on_plateau, set_lr
 from nmt.precision import Precision, resolve_device
@@ -178,6 +178,7 @@ class Trainer:
         every rank (DDP averages over ranks, hence the divisor all_tokens / world).
         """
         train, pad_id = self.config.train, self.corpus.tokenizer.tgt.pad_id
+        generator = self.model.decoder.generator
         self.network.train()
         tokens = sum(batch.num_tgt_tokens for batch in batches)
         all_tokens = self.ranks.total(tokens)
@@ -187,8 +188,10 @@ class Trainer:
         for index, batch in enumerate(batches):
             with self.ranks.gradient_sync(self.network, last=index == len(batches) - 1):
                 with self.precision.autocast():
-                    logits, _ = self.network(batch.src, batch.src_lengths, batch.tgt_in)
-                loss = token_loss(logits.float(), batch.tgt_out, pad_id, train.label_smoothing)
+                    features, _ = self.network(batch.src, batch.src_lengths, batch.tgt_in)
+                    loss = vocabulary_loss(
+                        features, generator, batch.tgt_out, pad_id, train.label_smoothing
+                    )
                 scaler.scale(loss / (all_tokens / self.ranks.world)).backward()
             total += loss.detach()
         scaler.unscale_(self.optimizer)
@@ -278,8 +281,11 @@ class Trainer:
                 tokenizer.tgt,
                 tokenizer.src.pad_id,
             ).to(self.device)
-            logits, _ = self.model(batch.src, batch.src_lengths, batch.tgt_in)
-            total += float(token_loss(logits.float(), batch.tgt_out, tokenizer.tgt.pad_id))
+            features, _ = self.model(batch.src, batch.src_lengths, batch.tgt_in)
+            generator = self.model.decoder.generator
+            total += float(
+                vocabulary_loss(features, generator, batch.tgt_out, tokenizer.tgt.pad_id)
+            )
             tokens += batch.num_tgt_tokens
         return total / max(tokens, 1)
 

@@ -321,9 +321,9 @@ def poison_loss(monkeypatch, bad_calls):
     """Makes the training loss NaN (or inf) on the given calls, gradients included."""
     import nmt.train
 
-    real, calls = nmt.train.token_loss, []
+    real, calls = nmt.train.vocabulary_loss, []
 
-    def token_loss(*args, **kwargs):
+    def vocabulary_loss(*args, **kwargs):
         loss = real(*args, **kwargs)
         if not torch.is_grad_enabled():  # validation
             return loss
@@ -332,7 +332,7 @@ def poison_loss(monkeypatch, bad_calls):
             return loss * (math.inf if calls[-1] % 2 else math.nan)
         return loss
 
-    monkeypatch.setattr(nmt.train, "token_loss", token_loss)
+    monkeypatch.setattr(nmt.train, "vocabulary_loss", vocabulary_loss)
 
 
 def test_non_finite_loss_skips_the_batch_then_aborts(monkeypatch, corpus_dir, tmp_path):

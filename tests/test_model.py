@@ -5,7 +5,7 @@ import torch
 
 from conftest import tiny_model
 from nmt.data import pad
-from nmt.loss import token_loss
+from nmt.loss import vocabulary_loss
 
 VARIANTS = {  # (encoder type, attention settings)
     "rnnsearch": ("birnn", dict(type="additive")),
@@ -41,8 +41,9 @@ def test_shapes(tiny_config):
     model = tiny_model(tiny_config).eval()
     src, lengths = batch([5, 3])
     tgt_in, _ = batch([4, 2], seed=2)
-    logits, weights = model(src, lengths, tgt_in)
-    assert logits.shape == (2, 4, 50) and weights.shape == (2, 4, 1, 5)
+    features, weights = model(src, lengths, tgt_in)
+    assert features.shape == (2, 4, tiny_config.model.decoder.out_dim)
+    assert model.logits(features).shape == (2, 4, 50) and weights.shape == (2, 4, 1, 5)
     assert (weights[1, ..., 3:] == 0).all()
 
 
@@ -50,16 +51,17 @@ def test_outputs_do_not_depend_on_other_sentences_in_the_batch(variant_config):
     model = tiny_model(variant_config).eval()
     src, lengths = batch([4, 9, 6])
     tgt_in, _ = batch([3, 7, 5], seed=2)
-    logits, _ = model(src, lengths, tgt_in)
+    features, _ = model(src, lengths, tgt_in)
     alone, _ = model(src[:1, :4], lengths[:1], tgt_in[:1, :3])
-    assert torch.allclose(logits[0, :3], alone[0], atol=1e-5)
+    assert torch.allclose(features[0, :3], alone[0], atol=1e-5)
 
 
 def test_step_by_step_decoding_equals_teacher_forcing(variant_config):
     model = tiny_model(variant_config).eval()
     src, lengths = batch([6, 4])
     tgt_in, _ = batch([5, 5], seed=3)
-    forced, forced_weights = model(src, lengths, tgt_in)
+    features, forced_weights = model(src, lengths, tgt_in)
+    forced = model.logits(features)
     state = model.init_state(model.encode(src, lengths))
     for t in range(tgt_in.size(1)):
         logits, state, weights = model.step(state, tgt_in[:, t])
@@ -81,8 +83,8 @@ def test_gradients_reach_every_parameter(variant_config):
     model = tiny_model(variant_config)
     src, lengths = batch([5, 3])
     tgt_in, _ = batch([4, 2], seed=2)
-    logits, _ = model(src, lengths, tgt_in)
-    token_loss(logits, tgt_in, 0).backward()
+    features, _ = model(src, lengths, tgt_in)
+    vocabulary_loss(features, model.decoder.generator, tgt_in, 0).backward()
     for name, parameter in model.named_parameters():
         assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
 
@@ -94,12 +96,12 @@ def test_tiny_model_overfits_a_tiny_batch(tiny_config):
     tgt_in = torch.cat([torch.full((3, 1), 2), tgt[:, :-1]], 1)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
     for _ in range(150):
-        logits, _ = model(src, lengths, tgt_in)
-        loss = token_loss(logits, tgt, 0) / (tgt != 0).sum()
+        features, _ = model(src, lengths, tgt_in)
+        loss = vocabulary_loss(features, model.decoder.generator, tgt, 0) / (tgt != 0).sum()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
     model.eval()
-    logits, _ = model(src, lengths, tgt_in)
+    logits = model.logits(model(src, lengths, tgt_in)[0])
     assert loss.item() < 0.05
     assert torch.equal(logits.argmax(-1)[tgt != 0], tgt[tgt != 0])
