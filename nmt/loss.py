@@ -88,14 +88,16 @@ def _chunked(
             rows = slice(start, start + CHUNK_ROWS)
             chunk, target, keep = features[rows], targets[rows, None], real[rows]
             logits = torch.addmm(aligned_bias, chunk, aligned_weight.t()).float()
-            lse = logits.logsumexp(-1, keepdim=True)
+            target_logit = logits.gather(1, target)
+            peak = logits.amax(-1, keepdim=True)
+            exps = logits.sub_(peak).exp_()  # in place: one pass over the logits, one exp
+            sums = exps.sum(-1, keepdim=True)
             mean_logit = chunk.float() @ mean_weight[:, None] + mean_bias
-            per_token = lse - (1 - smoothing) * logits.gather(1, target) - smoothing * mean_logit
-            loss += per_token.masked_fill(~keep, 0).sum()
+            per_token = peak + sums.log() - (1 - smoothing) * target_logit
+            loss += (per_token - smoothing * mean_logit).masked_fill(~keep, 0).sum()
             if not gradients:
                 continue
-            # softmax in place; an infinite lse zeroes the rows of padding targets
-            grad_logits = logits.sub_(lse.masked_fill(~keep, float("inf"))).exp_()
+            grad_logits = exps.mul_(keep / sums)  # the softmax; rows of padding targets 0
             grad_logits.scatter_add_(1, target, keep * (smoothing - 1.0))
             grad_logits = grad_logits.to(chunk.dtype)
             # -eps mean_v z_v adds -eps / V to the gradient of every real logit
