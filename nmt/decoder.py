@@ -16,6 +16,7 @@ from torch import nn
 
 from nmt.attention import Memory
 from nmt.config import DecoderConfig
+from nmt.dropout import Dropout
 from nmt.encoder import EncoderOutput
 
 
@@ -41,7 +42,7 @@ class RNNSearchDecoder(nn.Module):
         super().__init__()
         hidden, emb, context = config.hidden_dim, config.emb_dim, attention.context_dim
         self.embed = nn.Embedding(vocab_size, emb, padding_idx=pad_id)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
         self.init_proj = nn.Linear(encoder_final_dim, hidden)
         self.attention = attention
         # GRU gates [r, z, n], split by input so the E y part is one matmul for all steps.
@@ -66,11 +67,13 @@ class RNNSearchDecoder(nn.Module):
         """Teacher forcing. tgt_in [B, T] -> output features [B, T, out_dim] (logits are
         `generator(features)`), attention weights [B, T, H, S]."""
         embedded = self.dropout(self.embed(tgt_in))  # [B, T, E]
-        embedding_gates = self.embedding_gates(embedded)  # [B, T, 3H]
+        # unbind, not [:, i]: its backward stacks the step gradients once, where [:, i] adds a
+        # zero-filled [B, T, 3H] gradient per step.
+        embedding_gates = self.embedding_gates(embedded).unbind(1)  # T × [B, 3H]
         hiddens, contexts, weights = [], [], []
         hidden = state.hidden
-        for i in range(tgt_in.size(1)):
-            hidden, context, weight = self._advance(hidden, state.memory, embedding_gates[:, i])
+        for step_gates in embedding_gates:
+            hidden, context, weight = self._advance(hidden, state.memory, step_gates)
             hiddens.append(hidden)
             contexts.append(context)
             weights.append(weight)

@@ -82,7 +82,7 @@ def _chunked(
         real = (targets != pad_id)[:, None]  # [N, 1]
         loss = features.new_zeros((), dtype=torch.float32)
         grad_features = torch.empty_like(features)
-        grad_weight = aligned_weight.new_zeros(aligned_weight.shape, dtype=torch.float32)
+        grad_weight = aligned_weight.new_empty(aligned_weight.shape, dtype=torch.float32)
         grad_bias = aligned_bias.new_zeros(aligned_bias.shape, dtype=torch.float32)
         for start in range(0, features.size(0), CHUNK_ROWS):
             rows = slice(start, start + CHUNK_ROWS)
@@ -104,9 +104,11 @@ def _chunked(
             grad_features[rows] = (grad_logits @ aligned_weight).float() - smoothing * (
                 keep * mean_weight
             )
-            grad_weight.addmm_(grad_logits.t().float(), chunk.float())
-            grad_weight[:vocab] -= smoothing / vocab * (keep * chunk.float()).sum(0)
+            # beta 0 on the first chunk: the empty buffer is overwritten, not read
+            grad_weight.addmm_(grad_logits.t().float(), chunk.float(), beta=float(start > 0))
             grad_bias += grad_logits.float().sum(0)
+            real_features = (keep * chunk.float()).sum(0)
+            grad_weight[:vocab] -= smoothing / vocab * real_features
             grad_bias[:vocab] -= smoothing / vocab * keep.sum()
         if not gradients:
             return (loss,)
