@@ -16,6 +16,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from nmt.attention import build_attention
 from nmt.config import AttentionConfig, EncoderConfig
+from nmt.dropout import Dropout
 
 
 @dataclass
@@ -76,10 +77,10 @@ class SelfAttentionLayer(nn.Module):
         self.attention = build_attention(config, dim, dim)
         self.attention_norm = nn.LayerNorm(dim)
         self.feed_forward = nn.Sequential(
-            nn.Linear(dim, ff_dim), nn.ReLU(), nn.Dropout(dropout), nn.Linear(ff_dim, dim)
+            nn.Linear(dim, ff_dim), nn.ReLU(), Dropout(dropout), nn.Linear(ff_dim, dim)
         )
         self.feed_forward_norm = nn.LayerNorm(dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """x [B, S, D], mask [B, S] -> [B, S, D]; padded rows never influence real ones."""
@@ -143,7 +144,7 @@ class Encoder(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)
         self.stages = nn.ModuleList(stages)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.positional = positional
         self.output_dim = output_dim
         self.final_dim = final_dim
