@@ -4,9 +4,9 @@ The logits of a batch, [N, V] for N target tokens, are the largest tensor of a t
 step. Here they never outlive a chunk of rows: each chunk's logits turn, in place, into the
 gradient of the loss with respect to them (softmax minus the smoothed target), which is
 folded at once into the gradients of the features, weight and bias; backward only scales
-those by the incoming gradient. Rows are padded out to a multiple of 64 vocabulary entries
-(bias -inf, so they get probability 0), because matrix products with an odd width, such as
-a SentencePiece model plus an appended pad, run a third slower.
+those by the incoming gradient. The projection is padded out to a multiple of 64 vocabulary
+rows (bias -inf, so they get probability 0), because matrix products with an odd width, such
+as a SentencePiece model plus an appended pad, run a third slower.
 
 The loss is torch's `cross_entropy(..., label_smoothing=eps)`:
 lse - (1 - eps) z_target - eps mean_v z_v, summed over tokens whose target is not padding.
@@ -82,7 +82,7 @@ def _chunked(
         real = (targets != pad_id)[:, None]  # [N, 1]
         loss = features.new_zeros((), dtype=torch.float32)
         grad_features = torch.empty_like(features)
-        grad_weight = aligned_weight.new_empty(aligned_weight.shape, dtype=torch.float32)
+        grad_weight = aligned_weight.new_zeros(aligned_weight.shape, dtype=torch.float32)
         grad_bias = aligned_bias.new_zeros(aligned_bias.shape, dtype=torch.float32)
         for start in range(0, features.size(0), CHUNK_ROWS):
             rows = slice(start, start + CHUNK_ROWS)
@@ -104,8 +104,7 @@ def _chunked(
             grad_features[rows] = (grad_logits @ aligned_weight).float() - smoothing * (
                 keep * mean_weight
             )
-            # beta 0 on the first chunk: the empty buffer is overwritten, not read
-            grad_weight.addmm_(grad_logits.t().float(), chunk.float(), beta=float(start > 0))
+            grad_weight.addmm_(grad_logits.t().float(), chunk.float())
             grad_bias += grad_logits.float().sum(0)
             real_features = (keep * chunk.float()).sum(0)
             grad_weight[:vocab] -= smoothing / vocab * real_features

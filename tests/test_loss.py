@@ -87,3 +87,11 @@ def test_under_bf16_autocast_gradients_keep_the_parameter_dtypes():
     assert [grad.dtype for grad in grads] == [torch.float32] * 3
     expected = reference(features, projection, targets, 0.1)
     assert torch.allclose(fused, expected, rtol=2e-2)
+
+
+def test_a_batch_without_rows_gives_zero_loss_and_zero_gradients():
+    _, projection, _ = case(37)
+    features = torch.zeros(0, 16, requires_grad=True)
+    loss = vocabulary_loss(features, projection, torch.zeros(0, dtype=torch.long), PAD, 0.1)
+    weight_grad, bias_grad = torch.autograd.grad(loss, (projection.weight, projection.bias))
+    assert loss == 0 and not weight_grad.any() and not bias_grad.any()
