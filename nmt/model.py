@@ -34,12 +34,8 @@ class Seq2Seq(nn.Module):
         self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Teacher-forced output features [B, T, D] and attention weights [B, T, H, S]; the
-        logits are `logits(features)`, which training leaves to the fused loss (nmt.loss)."""
+        logits are `decoder.generator(features)`, which training fuses with the loss (nmt.loss)."""
         return self.decoder(self.init_state(self.encode(src, src_lengths)), tgt_in)
-
-    def logits(self, features: torch.Tensor) -> torch.Tensor:
-        """[..., D] -> [..., V]."""
-        return self.decoder.generator(features)
 
 
 def build_model(

@@ -43,7 +43,7 @@ def test_shapes(tiny_config):
     tgt_in, _ = batch([4, 2], seed=2)
     features, weights = model(src, lengths, tgt_in)
     assert features.shape == (2, 4, tiny_config.model.decoder.out_dim)
-    assert model.logits(features).shape == (2, 4, 50) and weights.shape == (2, 4, 1, 5)
+    assert model.decoder.generator(features).shape == (2, 4, 50) and weights.shape == (2, 4, 1, 5)
     assert (weights[1, ..., 3:] == 0).all()
 
 
@@ -61,7 +61,7 @@ def test_step_by_step_decoding_equals_teacher_forcing(variant_config):
     src, lengths = batch([6, 4])
     tgt_in, _ = batch([5, 5], seed=3)
     features, forced_weights = model(src, lengths, tgt_in)
-    forced = model.logits(features)
+    forced = model.decoder.generator(features)
     state = model.init_state(model.encode(src, lengths))
     for t in range(tgt_in.size(1)):
         logits, state, weights = model.step(state, tgt_in[:, t])
@@ -102,6 +102,6 @@ def test_tiny_model_overfits_a_tiny_batch(tiny_config):
         loss.backward()
         optimizer.step()
     model.eval()
-    logits = model.logits(model(src, lengths, tgt_in)[0])
+    logits = model.decoder.generator(model(src, lengths, tgt_in)[0])
     assert loss.item() < 0.05
     assert torch.equal(logits.argmax(-1)[tgt != 0], tgt[tgt != 0])
