@@ -155,7 +155,7 @@ class Attention(nn.Module):
         self.value_proj = value_proj
         self.output_proj = output_proj
         self.window = window
-        self.dropout = Dropout(dropout) if dropout > 0 else nn.Identity()
+        self.dropout = Dropout(dropout)
         self.context_dim = context_dim
 
     def prepare(self, states: torch.Tensor, mask: torch.Tensor) -> Memory:

@@ -106,11 +106,10 @@ def _chunked(
             )
             grad_weight.addmm_(grad_logits.t().float(), chunk.float())
             grad_bias += grad_logits.float().sum(0)
-            real_features = (keep * chunk.float()).sum(0)
-            grad_weight[:vocab] -= smoothing / vocab * real_features
-            grad_bias[:vocab] -= smoothing / vocab * keep.sum()
         if not gradients:
             return (loss,)
+        grad_weight[:vocab] -= smoothing / vocab * (real * features.float()).sum(0)
+        grad_bias[:vocab] -= smoothing / vocab * real.sum()
         return (
             loss,
             grad_features,

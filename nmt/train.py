@@ -272,6 +272,7 @@ class Trainer:
         src_ids, tgt_ids = tokenizer.src.encode(src), tokenizer.tgt.encode(refs)
         order = sorted(range(len(src_ids)), key=lambda i: len(tgt_ids[i]))
         total = tokens = 0.0
+        generator = self.model.decoder.generator
         self.model.eval()
         for start in range(0, len(order), self.config.decode.batch_size):
             chunk = order[start : start + self.config.decode.batch_size]
@@ -282,7 +283,6 @@ class Trainer:
                 tokenizer.src.pad_id,
             ).to(self.device)
             features, _ = self.model(batch.src, batch.src_lengths, batch.tgt_in)
-            generator = self.model.decoder.generator
             total += float(
                 vocabulary_loss(features, generator, batch.tgt_out, tokenizer.tgt.pad_id)
             )
