@@ -18,9 +18,9 @@ from pathlib import Path
 import torch
 
 from nmt.config import ConfigError, Experiment, config_from_dict, config_to_dict
+from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
-from nmt.model import Seq2Seq, model_for
-from nmt.tokenizer import Tokenizer
+from nmt.model.seq2seq import Seq2Seq, build_model
 
 FORMAT_VERSION = 1
 REQUIRED_KEYS = {"format_version", "config", "tokenizer", "model"}
@@ -136,7 +136,7 @@ def restore_model(payload: dict, path: Path) -> tuple[Seq2Seq, Tokenizer, Experi
         tokenizer = Tokenizer.from_state(payload["tokenizer"])
     except RuntimeError as error:
         raise _corrupt(path, f"its tokenizer cannot be read: {_first_line(error)}") from None
-    model = model_for(config.model, tokenizer)
+    model = build_model(config.model, tokenizer.src, tokenizer.tgt)
     try:
         model.load_state_dict(payload["model"])
     except RuntimeError as error:

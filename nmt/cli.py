@@ -70,7 +70,7 @@ def train(
 
     def action() -> None:
         from nmt.config import load_config
-        from nmt.train import train_experiment
+        from nmt.train.experiment import train_experiment
 
         experiment = load_config(config, set_ or [])
         directory = run_dir or Path("runs") / experiment.name
@@ -155,10 +155,9 @@ def translate(
     """
 
     def action() -> None:
-        from nmt.output import write_translations
-        from nmt.splits import read_lines
-        from nmt.streaming import line_batches
-        from nmt.translator import load_translator
+        from nmt.data.splits import read_lines
+        from nmt.decode.lines import line_batches, write_translations
+        from nmt.decode.translator import load_translator
 
         _check_output_dir(output)
         batches = [read_lines(input)] if input else None
@@ -213,10 +212,11 @@ def evaluate(
     """
 
     def action() -> None:
-        from nmt import evaluate as scoring
+        from nmt import scoring
+        from nmt.decode.evaluation import translate_split
 
         if checkpoint and len(checkpoint) > 1:
-            translated = [scoring.translate_split(c, split, set_ or []) for c in checkpoint]
+            translated = [translate_split(c, split, set_ or []) for c in checkpoint]
             references = translated[0][1]
             if any(refs != references for _, refs in translated):
                 raise UserError(
@@ -232,9 +232,9 @@ def evaluate(
             )
             return
         if checkpoint:
-            hypotheses, references = scoring.translate_split(checkpoint[0], split, set_ or [])
+            hypotheses, references = translate_split(checkpoint[0], split, set_ or [])
         elif hyp is not None and ref is not None:
-            from nmt.splits import read_lines
+            from nmt.data.splits import read_lines
 
             hypotheses, references = read_lines(hyp), read_lines(ref)
             if len(hypotheses) != len(references):
@@ -278,7 +278,7 @@ def average(
     """
 
     def action() -> None:
-        from nmt.average import average_checkpoints, last_checkpoints
+        from nmt.train.average import average_checkpoints, last_checkpoints
 
         _check_output_dir(output)
         paths = list(checkpoints or [])
@@ -307,7 +307,7 @@ def plot(
     """
 
     def action() -> None:
-        from nmt.curves import plot_curves
+        from nmt.plots import plot_curves
 
         for path in plot_curves(run_dir, output):
             typer.echo(str(path))

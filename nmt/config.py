@@ -59,7 +59,7 @@ class DataConfig:
     hub_splits: Splits | None = None
     max_len: int = 100
     cache_dir: str | None = None
-    # Large corpora (nmt/corpus.py): tokenise the train split with datasets.map in `num_proc`
+    # Large corpora (nmt/data/sources.py): tokenise the train split with datasets.map in `num_proc`
     # processes into an Arrow cache under RUN/cache (null: in memory), or stream it.
     num_proc: int | None = None
     streaming: bool = False
@@ -192,7 +192,7 @@ class TrainConfig:
     lr: float = 1e-3
     label_smoothing: float = 0.1
     clip_norm: float = 1.0
-    # Schedule, accumulation, early stopping, checkpoints, device: see nmt/optim.py, nmt/train.py.
+    # Schedule, accumulation, early stopping, checkpoints, device: see nmt/train/.
     schedule: Literal["constant", "plateau", "inverse_sqrt", "cosine"] = "constant"
     warmup_steps: int = 0
     min_lr: float = 0.0
@@ -421,3 +421,23 @@ def config_to_dict(config: Experiment) -> dict:
 
 def config_from_dict(raw: dict) -> Experiment:
     return build(Experiment, raw)
+
+
+def config_differences(old: dict, new: dict, ignore: frozenset[str] = frozenset()) -> list[str]:
+    """'dotted.key: old -> new' for every leaf value that differs, except the ignored keys."""
+    differences = []
+    for key in sorted(set(_flatten(old)) | set(_flatten(new))):
+        before, after = _flatten(old).get(key, "<absent>"), _flatten(new).get(key, "<absent>")
+        if before != after and key not in ignore:
+            differences.append(f"{key}: {before!r} -> {after!r}")
+    return differences
+
+
+def _flatten(raw: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in raw.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat

@@ -30,7 +30,7 @@ BATCH_TOKENS = 4000
 
 def write_corpus(directory: Path, size: int) -> None:
     """Demo-grammar pairs in chunks of 100k (distinct seeds), so memory stays small."""
-    from nmt.demo import generate_pairs
+    from nmt.data.demo import generate_pairs
 
     if (directory / "train.de").exists():
         return
@@ -50,7 +50,7 @@ def train_tokenizer(corpus: Path, work: Path) -> Path:
     from itertools import islice
 
     from nmt.config import TokenizerConfig
-    from nmt.tokenizer import build_tokenizer
+    from nmt.data.tokenizer import build_tokenizer
 
     path = work / "spm.model"
     if not path.exists():
@@ -68,9 +68,9 @@ def measure(mode: str, corpus: Path, spm: Path, num_proc: int, cache: Path) -> d
     import torch  # noqa: F401
 
     from nmt.config import DataConfig, Experiment, TrainConfig
-    from nmt.corpus import StreamSource, arrow_source, memory_source
-    from nmt.splits import load_split
-    from nmt.tokenizer import Tokenizer, Vocab
+    from nmt.data.corpus import StreamSource, arrow_source, memory_source
+    from nmt.data.splits import load_split
+    from nmt.data.tokenizer import Tokenizer, Vocab
 
     datasets.disable_progress_bars()
     vocab = Vocab(spm.read_bytes())

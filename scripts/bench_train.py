@@ -104,9 +104,10 @@ def main() -> None:
     import torch
 
     from nmt.config import load_config
-    from nmt.corpus import prepare_corpus
-    from nmt.model import model_for
-    from nmt.train import Trainer, seed_everything
+    from nmt.data.corpus import prepare_corpus
+    from nmt.model.seq2seq import build_model
+    from nmt.train.experiment import seed_everything
+    from nmt.train.trainer import Trainer
 
     config_path, overrides = args.config, list(args.overrides)
     data = args.data or (str(MULTI30K) if (MULTI30K / "train.de").exists() else None)
@@ -122,7 +123,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as run_dir:
         corpus = prepare_corpus(config, Path(run_dir))
         tokenizer = corpus.tokenizer
-        model = model_for(config.model, tokenizer)
+        model = build_model(config.model, tokenizer.src, tokenizer.tgt)
         trainer = Trainer(config, Path(run_dir), corpus, model)
         batches = trainer._batches()
         for _ in range(args.warmup):

@@ -96,7 +96,7 @@ def run_translate(
             sys.exit(f"{' '.join(command)} failed:\n{log.read_text()}")
         result = {"seconds": seconds, "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
         if ref is not None:
-            from nmt.evaluate import score
+            from nmt.scoring import score
 
             hypotheses = output.read_text(encoding="utf-8").splitlines()
             result["bleu"] = score(hypotheses, ref.read_text(encoding="utf-8").splitlines()).bleu

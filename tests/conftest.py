@@ -6,14 +6,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from nmt.config import Experiment, load_config
-from nmt.demo import generate_pairs
-from nmt.model import Seq2Seq, build_model
-from nmt.tokenizer import Tokenizer, build_tokenizer
+from nmt.data.demo import generate_pairs
+from nmt.data.tokenizer import Tokenizer, build_tokenizer
+from nmt.model.seq2seq import Seq2Seq, build_model
 
 ROOT = Path(__file__).resolve().parents[1]
 MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
@@ -101,4 +102,5 @@ def write_code_running_checkpoint(path: Path, marker: Path) -> None:
 
 def tiny_model(config: Experiment, vocab_size: int = 50, seed: int = 0) -> Seq2Seq:
     torch.manual_seed(seed)
-    return build_model(config.model, vocab_size, vocab_size, 0, 0)
+    vocab = SimpleNamespace(size=vocab_size, pad_id=0)
+    return build_model(config.model, vocab, vocab)

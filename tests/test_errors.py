@@ -22,9 +22,9 @@ from conftest import ROOT, TINY_OVERRIDES, nmt, write_code_running_checkpoint
 from nmt.checkpoint import FORMAT_VERSION, load_checkpoint, save_checkpoint
 from nmt.cli import app
 from nmt.config import DataConfig, load_config
+from nmt.data.splits import load_split
 from nmt.errors import UserError
-from nmt.splits import load_split
-from nmt.train import train_experiment
+from nmt.train.experiment import train_experiment
 
 DEMO = ROOT / "configs" / "demo.yaml"
 FAST = ["train.threads=1", "data.demo=false", "data.splits.test=null"]
@@ -319,9 +319,9 @@ def test_output_in_missing_directory_fails_before_any_work(tmp_path):
 
 def poison_loss(monkeypatch, bad_calls):
     """Makes the training loss NaN (or inf) on the given calls, gradients included."""
-    import nmt.train
+    import nmt.model.seq2seq
 
-    real, calls = nmt.train.vocabulary_loss, []
+    real, calls = nmt.model.seq2seq.vocabulary_loss, []
 
     def vocabulary_loss(*args, **kwargs):
         loss = real(*args, **kwargs)
@@ -332,7 +332,7 @@ def poison_loss(monkeypatch, bad_calls):
             return loss * (math.inf if calls[-1] % 2 else math.nan)
         return loss
 
-    monkeypatch.setattr(nmt.train, "vocabulary_loss", vocabulary_loss)
+    monkeypatch.setattr(nmt.model.seq2seq, "vocabulary_loss", vocabulary_loss)
 
 
 def test_non_finite_loss_skips_the_batch_then_aborts(monkeypatch, corpus_dir, tmp_path):
@@ -419,6 +419,6 @@ def test_unexpected_exception_is_an_internal_error(monkeypatch, run):
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("nmt.translator.load_translator", broken)
+    monkeypatch.setattr("nmt.decode.translator.load_translator", broken)
     result = cli("translate", "--checkpoint", run / "best.pt", input="a dog\n")
     assert result.exit_code == 1 and isinstance(result.exception, RuntimeError)

@@ -12,10 +12,10 @@ import torch
 from conftest import ROOT, TINY_OVERRIDES
 from nmt.checkpoint import checkpoint_payload, save_checkpoint
 from nmt.config import ConfigError, load_config
+from nmt.data.tokenizer import Tokenizer, build_tokenizer
+from nmt.decode.translator import load_translator
 from nmt.errors import UserError
-from nmt.model import model_for
-from nmt.tokenizer import Tokenizer, build_tokenizer
-from nmt.translator import load_translator
+from nmt.model.seq2seq import build_model
 
 LINES = ["the dog sees the cat.", "", "a very small bird has slept because we sleep."]
 
@@ -23,7 +23,7 @@ LINES = ["the dog sees the cat.", "", "a very small bird has slept because we sl
 def write_checkpoint(path, config, tokenizer, seed=0):
     """An untrained tiny model is enough to check what translate writes and when."""
     torch.manual_seed(seed)
-    model = model_for(config.model, tokenizer)
+    model = build_model(config.model, tokenizer.src, tokenizer.tgt)
     save_checkpoint(path, checkpoint_payload(model, config, tokenizer, step=0, metrics={}))
     return path
 

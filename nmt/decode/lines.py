@@ -1,0 +1,129 @@
+"""Lines in, lines out: how `nmt translate` reads its input and writes its output.
+
+Input comes as it arrives, so `nmt translate` works as a REPL and inside shell pipelines: a
+terminal gives one line per read; a busy pipe gives whatever it holds (up to CHUNK bytes), so
+a pipeline still gets batches while each line waits at most for its own chunk. A regular file
+redirected to stdin is read whole in one go, which batches best.
+
+Output is one line per input line, or `nbest` lines per input in the Moses n-best form
+`INDEX ||| text ||| score`, optionally with ` ||| ` and a Pharaoh word alignment; attention
+heatmaps go to a directory on the side.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import stat
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO, TextIO
+
+from nmt.data.tokenizer import Vocab
+from nmt.decode.alignment import pharaoh, word_alignment
+from nmt.decode.search import Hypothesis
+from nmt.decode.translator import Translation, Translator
+from nmt.errors import UserError
+
+CHUNK = 1 << 16  # bytes per read from a pipe: a bound on how many lines wait for each other
+BOM = b"\xef\xbb\xbf"
+
+
+def line_batches(stream: BinaryIO) -> Iterator[list[str]]:
+    """Yields the complete lines each read brings (UTF-8, line ends and a BOM removed)."""
+    try:
+        descriptor = stream.fileno()
+    except (OSError, ValueError):  # an in-memory stream (nmt embedded, tests): read it whole
+        read, size = stream.read, -1
+    else:
+        status = os.fstat(descriptor)
+        size = max(CHUNK, status.st_size + 1) if stat.S_ISREG(status.st_mode) else CHUNK
+        read = functools.partial(os.read, descriptor)
+    pending, first = b"", True
+    while chunk := read(size):
+        pending += chunk.removeprefix(BOM) if first else chunk
+        first = False
+        *complete, pending = pending.split(b"\n")
+        if complete:
+            yield [_decode(line) for line in complete]
+    if pending:
+        yield [_decode(pending)]
+
+
+def _decode(line: bytes) -> str:
+    return line.decode("utf-8", errors="replace").removesuffix("\r")
+
+
+def write_translations(
+    translator: Translator,
+    batches: Iterable[list[str]],
+    sink: TextIO,
+    alignments: bool = False,
+    plot_dir: Path | None = None,
+) -> None:
+    """Translates each batch of lines and flushes its output before reading the next batch."""
+    if plot_dir is not None:
+        try:
+            plot_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise UserError(f"--attention-plots {plot_dir}: cannot create it ({error}).") from None
+    index = 0
+    for lines in batches:
+        translations = translator.translate(lines)
+        for offset, translation in enumerate(translations):
+            for line in format_translation(translator, index + offset, translation, alignments):
+                sink.write(line + "\n")
+        sink.flush()
+        if plot_dir is not None:
+            for offset, translation in enumerate(translations):
+                plot_translation(translator, index + offset, translation, plot_dir)
+        index += len(translations)
+
+
+def format_translation(
+    translator: Translator, index: int, translation: Translation, alignments: bool
+) -> list[str]:
+    """The output lines of one input. A blank input gives blank text (nbest times, score 0)."""
+    decode, tokenizer = translator.decode, translator.tokenizer
+    src_pieces = tokenizer.src.pieces(translation.src_ids)
+    rows = [
+        (
+            text,
+            hypothesis.normalised_score(decode.alpha),
+            _alignment(hypothesis, src_pieces, tokenizer.tgt) if alignments else "",
+        )
+        for hypothesis, text in zip(translation.hypotheses, translation.texts, strict=True)
+    ] or [("", 0.0, "")] * decode.nbest
+    lines = []
+    for text, score, alignment in rows:
+        fields = [str(index), text, f"{score:.4f}"] if decode.nbest > 1 else [text]
+        lines.append(" ||| ".join([*fields, alignment] if alignments else fields))
+    return lines
+
+
+def _alignment(hypothesis: Hypothesis, src_pieces: list[str], tgt: Vocab) -> str:
+    """Word alignment of the tokens that appear in the text (pad and bos decode to nothing)."""
+    specials = {tgt.pad_id, tgt.bos_id, tgt.eos_id}
+    rows = [i for i, token in enumerate(hypothesis.tokens) if token not in specials]
+    tgt_pieces = tgt.pieces([hypothesis.tokens[i] for i in rows])
+    return pharaoh(word_alignment(hypothesis.attention[rows], src_pieces, tgt_pieces))
+
+
+def plot_translation(
+    translator: Translator, index: int, translation: Translation, plot_dir: Path
+) -> None:
+    """DIR/INDEX.png for the best hypothesis of a non-blank input (INDEX as in n-best lists)."""
+    if not translation.hypotheses:
+        return
+    from nmt.plots import plot_attention
+
+    tokenizer, best = translator.tokenizer, translation.hypotheses[0]
+    steps = best.attention.size(0)
+    tgt_labels = tokenizer.tgt.pieces(best.tokens) + ["</s>"] * (steps - len(best.tokens))
+    plot_attention(
+        best.attention,
+        tokenizer.src.pieces(translation.src_ids),
+        tgt_labels,
+        plot_dir / f"{index:05d}.png",
+        title=f"sentence {index}",
+    )

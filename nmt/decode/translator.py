@@ -1,0 +1,132 @@
+"""Lines of text in, translations out: length-sorted batches, input order and blank lines kept."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from nmt.checkpoint import load_checkpoint, restore_model
+from nmt.config import ConfigError, DecodeConfig, Experiment
+from nmt.data.batching import pad
+from nmt.data.tokenizer import Tokenizer
+from nmt.decode.beam import beam_search
+from nmt.decode.ensemble import Ensemble
+from nmt.decode.sampling import sample_search
+from nmt.decode.search import Hypothesis, greedy_search, max_lengths
+from nmt.errors import UserError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Translation:
+    src_ids: list[int]
+    hypotheses: list[Hypothesis]  # best first (decode.nbest of them); empty for a blank line
+    texts: list[str]  # detokenized, one per hypothesis
+
+    @property
+    def text(self) -> str:
+        return self.texts[0] if self.texts else ""
+
+
+class Translator:
+    def __init__(
+        self,
+        model: torch.nn.Module,  # a SearchModel: Seq2Seq or Ensemble
+        tokenizer: Tokenizer,
+        decode: DecodeConfig,
+        device: torch.device | None = None,
+    ):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.decode = decode
+        self.device = device or next(model.parameters()).device
+        # Every draw comes from this one generator: the same seed, input and batches repeat them.
+        self.generator = torch.Generator(device=self.device).manual_seed(decode.seed)
+
+    def translate(self, lines: Sequence[str], batch_size: int | None = None) -> list[Translation]:
+        """Translates every line; a blank line gives a blank translation, in input order."""
+        batch_size = batch_size or self.decode.batch_size
+        src_ids = self._truncated(self.tokenizer.src.encode([line.strip() for line in lines]))
+        results = [Translation(ids, [], []) for ids in src_ids]
+        order = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            for index, hypotheses in zip(
+                chunk, self._search([src_ids[i] for i in chunk]), strict=True
+            ):
+                # beam search ranks its n-best already; samples come in the order drawn
+                hypotheses.sort(key=lambda h: h.normalised_score(self.decode.alpha), reverse=True)
+                texts = [self.tokenizer.tgt.decode(h.tokens) for h in hypotheses]
+                results[index] = Translation(src_ids[index], hypotheses, texts)
+        return results
+
+    def _truncated(self, src_ids: list[list[int]]) -> list[list[int]]:
+        """Cuts sources at decode.max_src_len subwords, so one huge line cannot exhaust memory."""
+        limit = self.decode.max_src_len
+        long = [index for index, ids in enumerate(src_ids) if len(ids) > limit]
+        if not long:
+            return src_ids
+        log.warning(
+            "warning: %d source line(s) longer than decode.max_src_len=%d subwords were cut to "
+            "that length (first: line %d, %d subwords). Raise decode.max_src_len to keep more.",
+            len(long),
+            limit,
+            long[0] + 1,
+            len(src_ids[long[0]]),
+        )
+        return [ids[:limit] for ids in src_ids]
+
+    def _search(self, src_ids: list[list[int]]) -> list[list[Hypothesis]]:
+        decode, tgt = self.decode, self.tokenizer.tgt
+        src = pad(src_ids, self.tokenizer.src.pad_id).to(self.device)
+        lengths = torch.tensor([len(ids) for ids in src_ids])
+        limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra)
+        common = (self.model, src, lengths, tgt.bos_id, tgt.eos_id, limits)
+        if decode.sample:
+            return sample_search(
+                *common,
+                decode.nbest,
+                decode.temperature,
+                decode.top_k,
+                decode.top_p,
+                self.generator,
+            )
+        if decode.beam == 1:
+            return [[hypothesis] for hypothesis in greedy_search(*common)]
+        return beam_search(*common, decode.beam, decode.alpha, decode.nbest)
+
+
+def load_translator(
+    checkpoints: Path | Sequence[Path], **decode_overrides: Any
+) -> tuple[Translator, Experiment]:
+    """One checkpoint, or several as an ensemble; the first one's decode settings, overridden.
+
+    Ensemble members must share both vocabularies: every step averages their predictions
+    over the same target ids, from the same source ids.
+    """
+    paths = [checkpoints] if isinstance(checkpoints, Path) else list(checkpoints)
+    restored = [restore_model(load_checkpoint(path), path) for path in paths]
+    models = [model for model, _, _ in restored]
+    tokenizer, config = restored[0][1], restored[0][2]
+    for path, (_, other, _) in zip(paths[1:], restored[1:], strict=True):
+        for side in ("src", "tgt"):
+            if getattr(other, side).model_proto != getattr(tokenizer, side).model_proto:
+                name = "source" if side == "src" else "target"
+                raise UserError(
+                    f"checkpoints {paths[0]} and {path} have different {name} vocabularies "
+                    "(their SentencePiece models differ); an ensemble needs models trained "
+                    "with the same tokenizer."
+                )
+    try:
+        decode = dataclasses.replace(config.decode, **decode_overrides)
+    except ConfigError as error:
+        raise ConfigError(f"decode.{error.path}", error.detail) from None
+    model = models[0] if len(models) == 1 else Ensemble(models)
+    return Translator(model, tokenizer, decode), config

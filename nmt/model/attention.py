@@ -1,0 +1,225 @@
+"""Attention: score a query against source states, average the values by the weights.
+
+Every variant is one `Attention` built from a scorer (additive, dot, general or multi-head)
+plus the value and output projections; the softmax, the local window and the weighted
+average are shared. `prepare(states, mask)` runs once per source batch and returns a
+`Memory` (projected keys and values, so nothing is recomputed at every target step);
+`forward(query, memory)` returns the context and the weights. The prepared memory travels
+with the decoder state, so beam search can reorder it and no per-sentence state lives on
+the module.
+
+Weights always come per head, [B, T, H, S], with H = 1 for single-head variants: one layout
+for every variant, so plots and alignments never ask which kind produced them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
+
+import torch
+from torch import nn
+
+from nmt.config import AttentionConfig
+from nmt.model.dropout import Dropout
+
+
+class Memory(NamedTuple):
+    """What a query attends over; every field has batch first so `index_select(0)` reorders it."""
+
+    keys: torch.Tensor  # scorer-specific layout, e.g. [B, S, A] or [B, H, S, d]
+    values: torch.Tensor  # [B, H, S, d_v]
+    mask: torch.Tensor  # [B, S] True on real source tokens
+
+    def select(self, indices: torch.Tensor) -> Memory:
+        return Memory(*(field.index_select(0, indices) for field in self))
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dim, padded positions exactly 0. scores [B, ..., S], mask [B, S]."""
+    shape = (mask.size(0),) + (1,) * (scores.dim() - 2) + (mask.size(1),)
+    return scores.masked_fill(~mask.view(shape), float("-inf")).softmax(dim=-1)
+
+
+class Scorer(Protocol):
+    heads: int
+
+    def keys(self, states: torch.Tensor) -> torch.Tensor: ...
+
+    def scores(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """query [B, T, Q] -> scores [B, T, H, S]."""
+        ...
+
+
+class AdditiveScorer(nn.Module):
+    """Bahdanau et al. 2015: e_ij = v^T tanh(W s_{i-1} + U h_j); U h_j is prepared once."""
+
+    heads = 1
+
+    def __init__(self, query_dim: int, memory_dim: int, attn_dim: int):
+        super().__init__()
+        self.query_proj = nn.Linear(query_dim, attn_dim, bias=False)
+        self.key_proj = nn.Linear(memory_dim, attn_dim)
+        self.energy = nn.Linear(attn_dim, 1, bias=False)
+
+    def keys(self, states: torch.Tensor) -> torch.Tensor:
+        return 2 * self.key_proj(states)  # [B, S, A], doubled for `scores`
+
+    def scores(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """v^T tanh(x) = 2 v^T sigmoid(2x) - sum(v): the constant drops out of the softmax over
+        j, so the weights are the paper's, and sigmoid runs several times faster than tanh on
+        CPUs. The keys come doubled from `keys`."""
+        hidden = torch.sigmoid(2 * self.query_proj(query)[:, :, None, :] + keys[:, None, :, :])
+        return 2 * self.energy(hidden).transpose(2, 3)  # [B, T, S, 1] -> [B, T, 1, S]
+
+
+class DotScorer(nn.Module):
+    """Luong et al. 2015: dot scores q·k_j, with k_j = h_j or a learned projection W h_j
+    ("general" is the projected form); `scaled` divides by sqrt(d)."""
+
+    heads = 1
+
+    def __init__(self, key_proj: nn.Module, dim: int, scaled: bool):
+        super().__init__()
+        self.key_proj = key_proj
+        self.scale = dim**-0.5 if scaled else 1.0
+
+    def keys(self, states: torch.Tensor) -> torch.Tensor:
+        return self.key_proj(states)  # [B, S, Q]
+
+    def scores(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        return (query @ keys.transpose(1, 2))[:, :, None, :] * self.scale  # [B, T, 1, S]
+
+
+class MultiHeadScorer(nn.Module):
+    """Per head i: (q W_i^Q)·(h_j W_i^K) / sqrt(d), for H heads of size d = attn_dim / H."""
+
+    def __init__(self, query_dim: int, memory_dim: int, attn_dim: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.query_proj = nn.Linear(query_dim, attn_dim, bias=False)
+        self.key_proj = nn.Linear(memory_dim, attn_dim, bias=False)
+        self.scale = (attn_dim // heads) ** -0.5
+
+    def keys(self, states: torch.Tensor) -> torch.Tensor:
+        return split_heads(self.key_proj(states), self.heads)  # [B, H, S, d]
+
+    def scores(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        queries = split_heads(self.query_proj(query), self.heads)  # [B, H, T, d]
+        return (queries @ keys.transpose(2, 3)).transpose(1, 2) * self.scale  # [B, T, H, S]
+
+
+def split_heads(x: torch.Tensor, heads: int) -> torch.Tensor:
+    """[B, L, H * d] -> [B, H, L, d]."""
+    return x.unflatten(-1, (heads, -1)).transpose(1, 2)
+
+
+class LocalWindow(nn.Module):
+    """Luong et al. 2015 local-p: predict an aligned position p_i = (S_i - 1) sigmoid(v^T tanh(W q))
+    and favour sources near it, a_ij ∝ a_ij exp(-(j - p_i)^2 / 2σ^2) with σ = D / 2, renormalised
+    over real tokens. Added to the scores in log space, which is the same and never underflows."""
+
+    def __init__(self, query_dim: int, attn_dim: int, width: int):
+        super().__init__()
+        self.position = nn.Sequential(
+            nn.Linear(query_dim, attn_dim, bias=False),
+            nn.Tanh(),
+            nn.Linear(attn_dim, 1, bias=False),
+        )
+        self.sigma = width / 2
+
+    def centre(self, query: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """p_i in [0, S_i - 1]. query [B, T, Q] -> [B, T]."""
+        last = (mask.sum(-1, keepdim=True) - 1).to(query.dtype)  # [B, 1]
+        return last * torch.sigmoid(self.position(query).squeeze(-1))
+
+    def log_bias(self, query: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """-(j - p_i)^2 / 2σ^2 -> [B, T, 1, S]."""
+        positions = torch.arange(mask.size(1), device=query.device, dtype=query.dtype)
+        distance = positions[None, None, :] - self.centre(query, mask)[:, :, None]
+        return (-(distance**2) / (2 * self.sigma**2))[:, :, None, :]
+
+
+class Attention(nn.Module):
+    def __init__(
+        self,
+        scorer: Scorer,
+        value_proj: nn.Module,
+        output_proj: nn.Module,
+        context_dim: int,
+        window: LocalWindow | None = None,
+        dropout: float = 0.0,
+    ):
+        super().__init__()
+        self.scorer = scorer
+        self.value_proj = value_proj
+        self.output_proj = output_proj
+        self.window = window
+        self.dropout = Dropout(dropout)
+        self.context_dim = context_dim
+
+    def prepare(self, states: torch.Tensor, mask: torch.Tensor) -> Memory:
+        """states [B, S, D], mask [B, S] -> the memory every target step attends over."""
+        keys = self.scorer.keys(states)
+        values = split_heads(self.value_proj(states), self.scorer.heads)  # [B, H, S, d_v]
+        return Memory(keys, values, mask)
+
+    def forward(self, query: torch.Tensor, memory: Memory) -> tuple[torch.Tensor, torch.Tensor]:
+        """query [B, T, Q] -> context [B, T, C], weights [B, T, H, S]."""
+        scores = self.scorer.scores(query, memory.keys)
+        if self.window is not None:
+            scores = scores + self.window.log_bias(query, memory.mask)
+        weights = masked_softmax(scores, memory.mask)
+        heads = self.dropout(weights).transpose(1, 2) @ memory.values  # [B, H, T, d_v]
+        return self.output_proj(heads.transpose(1, 2).flatten(2)), weights  # [B, T, H * d_v]
+
+
+def _projection(in_dim: int, out_dim: int) -> nn.Module:
+    return nn.Linear(in_dim, out_dim, bias=False)
+
+
+def _single_head(
+    scorer: Scorer, config: AttentionConfig, query_dim: int, memory_dim: int
+) -> Attention:
+    """Soft attention: values are the states themselves (kv: shared) or a projection of them."""
+    values = nn.Identity() if config.kv == "shared" else _projection(memory_dim, memory_dim)
+    return Attention(scorer, values, nn.Identity(), memory_dim, _window(config, query_dim))
+
+
+def _window(config: AttentionConfig, query_dim: int) -> LocalWindow | None:
+    return None if config.window is None else LocalWindow(query_dim, config.attn_dim, config.window)
+
+
+def _additive(config: AttentionConfig, query_dim: int, memory_dim: int) -> Attention:
+    return _single_head(
+        AdditiveScorer(query_dim, memory_dim, config.attn_dim), config, query_dim, memory_dim
+    )
+
+
+def _dot(config: AttentionConfig, query_dim: int, memory_dim: int) -> Attention:
+    keys = nn.Identity() if config.kv == "shared" else _projection(memory_dim, query_dim)
+    return _single_head(DotScorer(keys, query_dim, config.scaled), config, query_dim, memory_dim)
+
+
+def _general(config: AttentionConfig, query_dim: int, memory_dim: int) -> Attention:
+    keys = _projection(memory_dim, query_dim)  # q^T W k_j, with W k_j prepared once
+    return _single_head(DotScorer(keys, query_dim, config.scaled), config, query_dim, memory_dim)
+
+
+def _multihead(config: AttentionConfig, query_dim: int, memory_dim: int) -> Attention:
+    scorer = MultiHeadScorer(query_dim, memory_dim, config.attn_dim, config.heads)
+    values = scorer.key_proj if config.kv == "shared" else _projection(memory_dim, config.attn_dim)
+    output = _projection(config.attn_dim, memory_dim)
+    return Attention(scorer, values, output, memory_dim, _window(config, query_dim), config.dropout)
+
+
+ATTENTIONS: dict[str, Callable[[AttentionConfig, int, int], Attention]] = {
+    "additive": _additive,
+    "dot": _dot,
+    "general": _general,
+    "multihead": _multihead,
+}
+
+
+def build_attention(config: AttentionConfig, query_dim: int, memory_dim: int) -> Attention:
+    return ATTENTIONS[config.type](config, query_dim, memory_dim)

@@ -1,0 +1,45 @@
+"""What every decoder offers the model and the search, written down as Protocols.
+
+A decoder is run two ways. Training runs it teacher-forced over all target positions at once
+(`forward`); search runs it one token at a time (`step`), carrying a state that holds all it
+needs from earlier steps, including what the attention prepared from the source. Search
+reorders that state with `select` to follow beam back-pointers, so nothing about a sentence
+may live on the module itself. RNNsearch (nmt/model/rnnsearch.py) implements this; another
+decoder, e.g. a Transformer whose state caches each layer's keys and values, plugs in beside it.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+from torch import nn
+
+from nmt.model.encoder import EncoderOutput
+
+
+class DecoderState(Protocol):
+    def select(self, indices: torch.Tensor) -> DecoderState:
+        """The state of batch rows `indices` (reordered or repeated), e.g. beam back-pointers."""
+        ...
+
+
+class Decoder(Protocol):
+    generator: nn.Linear  # output features [..., D] -> logits [..., V]
+
+    def init_state(self, encoded: EncoderOutput) -> DecoderState:
+        """The state before the first target token; the attention prepares its keys here."""
+        ...
+
+    def forward(
+        self, state: DecoderState, tgt_in: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Teacher forcing. tgt_in [B, T] -> output features [B, T, D] (logits are
+        `generator(features)`, left to the loss to fuse), attention weights [B, T, H, S]."""
+        ...
+
+    def step(
+        self, state: DecoderState, prev_tokens: torch.Tensor
+    ) -> tuple[torch.Tensor, DecoderState, torch.Tensor]:
+        """One target step. prev_tokens [B] -> logits [B, V], next state, weights [B, H, S]."""
+        ...

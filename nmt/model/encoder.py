@@ -1,0 +1,224 @@
+"""Encoders turn source ids into annotations h_j, one per source token.
+
+`birnn` is the RNNsearch encoder; `self_attention` replaces it with Transformer encoder
+layers (query = key = value = the source words); `birnn_self_attention` puts such layers
+on top of a BiRNN. The self-attention is the same multi-head `Attention` the decoder can use.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from nmt.config import AttentionConfig, EncoderConfig
+from nmt.model.attention import build_attention
+from nmt.model.dropout import Dropout
+
+
+@dataclass
+class EncoderOutput:
+    states: torch.Tensor  # [B, S, D] annotations h_j
+    mask: torch.Tensor  # [B, S] True on real tokens
+    final: torch.Tensor  # [B, F] summary that initialises the decoder
+
+
+def length_mask(lengths: torch.Tensor, width: int, device: torch.device) -> torch.Tensor:
+    """[B] -> [B, width], True on real tokens."""
+    return torch.arange(width, device=device)[None, :] < lengths.to(device)[:, None]
+
+
+class BiRNN(nn.Module):
+    """h_j = [forward h_j; backward h_j] over packed (padding-free) sequences.
+
+    The summary is the backward state at the first token, from which the paper initialises s_0.
+    """
+
+    def __init__(self, input_dim: int, hidden_dim: int, layers: int, rnn: str, dropout: float):
+        super().__init__()
+        rnn_class = nn.GRU if rnn == "gru" else nn.LSTM
+        self.rnn = rnn_class(
+            input_dim,
+            hidden_dim,
+            num_layers=layers,
+            batch_first=True,
+            bidirectional=True,
+            dropout=dropout if layers > 1 else 0.0,
+        )
+
+    def forward(
+        self,
+        embedded: torch.Tensor,
+        lengths: torch.Tensor,
+        mask: torch.Tensor,
+        final: torch.Tensor | None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """embedded [B, S, E] -> states [B, S, 2H], backward state at token 1 [B, H]."""
+        packed = pack_padded_sequence(
+            embedded, lengths.cpu(), batch_first=True, enforce_sorted=False
+        )
+        outputs, last = self.rnn(packed)
+        states, _ = pad_packed_sequence(outputs, batch_first=True, total_length=embedded.size(1))
+        hidden = last[0] if isinstance(last, tuple) else last  # [layers * 2, B, H]
+        return states, hidden[-1]
+
+
+class SelfAttentionLayer(nn.Module):
+    """Pre-norm Transformer encoder layer: x + SelfAttn(LN x), then x + FFN(LN x)."""
+
+    def __init__(self, dim: int, heads: int, ff_dim: int, dropout: float):
+        super().__init__()
+        config = AttentionConfig(
+            type="multihead", attn_dim=dim, heads=heads, kv="separate", dropout=dropout
+        )
+        self.attention = build_attention(config, dim, dim)
+        self.attention_norm = nn.LayerNorm(dim)
+        self.feed_forward = nn.Sequential(
+            nn.Linear(dim, ff_dim), nn.ReLU(), Dropout(dropout), nn.Linear(ff_dim, dim)
+        )
+        self.feed_forward_norm = nn.LayerNorm(dim)
+        self.dropout = Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """x [B, S, D], mask [B, S] -> [B, S, D]; padded rows never influence real ones."""
+        normed = self.attention_norm(x)
+        context, _ = self.attention(normed, self.attention.prepare(normed, mask))
+        x = x + self.dropout(context)
+        return x + self.dropout(self.feed_forward(self.feed_forward_norm(x)))
+
+
+class SelfAttentionStack(nn.Module):
+    def __init__(self, dim: int, layers: int, heads: int, ff_dim: int, dropout: float):
+        super().__init__()
+        self.layers = nn.ModuleList(
+            SelfAttentionLayer(dim, heads, ff_dim, dropout) for _ in range(layers)
+        )
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(
+        self, x: torch.Tensor, lengths: torch.Tensor, mask: torch.Tensor, final: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x [B, S, D] -> [B, S, D]; the summary from an earlier stage passes through."""
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.norm(x), final
+
+
+def sinusoid_positions(length: int, dim: int, device: torch.device) -> torch.Tensor:
+    """Vaswani et al. 2017 position encodings, [length, dim]."""
+    position = torch.arange(length, device=device, dtype=torch.float32)[:, None]
+    rate = torch.exp(torch.arange(0, dim, 2, device=device) * (-math.log(10000.0) / dim))
+    table = torch.zeros(length, dim, device=device)
+    table[:, 0::2] = torch.sin(position * rate)
+    table[:, 1::2] = torch.cos(position * rate[: dim // 2])
+    return table
+
+
+def masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean over real tokens: [B, S, D] -> [B, D]."""
+    weights = mask.to(states.dtype)[:, :, None]
+    return (states * weights).sum(1) / weights.sum(1).clamp(min=1)
+
+
+class Encoder(nn.Module):
+    """Embeddings, then stages (a BiRNN, self-attention layers, or both) that each refine h_j.
+
+    Without a recurrent stage nothing orders the words, so sinusoidal positions are added, and
+    the decoder starts from the mean annotation instead of the backward RNN state.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        emb_dim: int,
+        pad_id: int,
+        stages: list[nn.Module],
+        dropout: float,
+        output_dim: int,
+        final_dim: int,
+        positional: bool,
+    ):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)
+        self.stages = nn.ModuleList(stages)
+        self.dropout = Dropout(dropout)
+        self.positional = positional
+        self.output_dim = output_dim
+        self.final_dim = final_dim
+
+    def forward(self, src: torch.Tensor, lengths: torch.Tensor) -> EncoderOutput:
+        """src [B, S], lengths [B] -> states [B, S, D], final [B, F]."""
+        mask = length_mask(lengths, src.size(1), src.device)
+        states = self.embed(src)  # [B, S, E]
+        if self.positional:
+            states = states * math.sqrt(states.size(-1))
+            states = states + sinusoid_positions(src.size(1), states.size(-1), src.device)
+        states = self.dropout(states)
+        final = None
+        for stage in self.stages:
+            states, final = stage(states, lengths, mask, final)
+        if final is None:
+            final = masked_mean(states, mask)
+        return EncoderOutput(self.dropout(states), mask, final)
+
+
+def _birnn(config: EncoderConfig, vocab_size: int, pad_id: int) -> Encoder:
+    rnn = BiRNN(config.emb_dim, config.hidden_dim, config.layers, config.rnn, config.dropout)
+    return Encoder(
+        vocab_size,
+        config.emb_dim,
+        pad_id,
+        [rnn],
+        config.dropout,
+        2 * config.hidden_dim,
+        config.hidden_dim,
+        positional=False,
+    )
+
+
+def _self_attention(config: EncoderConfig, vocab_size: int, pad_id: int) -> Encoder:
+    stack = SelfAttentionStack(
+        config.emb_dim, config.layers, config.heads, config.ff_dim, config.dropout
+    )
+    return Encoder(
+        vocab_size,
+        config.emb_dim,
+        pad_id,
+        [stack],
+        config.dropout,
+        config.emb_dim,
+        config.emb_dim,
+        positional=True,
+    )
+
+
+def _birnn_self_attention(config: EncoderConfig, vocab_size: int, pad_id: int) -> Encoder:
+    """One BiRNN layer, then `layers` self-attention layers over its states."""
+    rnn = BiRNN(config.emb_dim, config.hidden_dim, 1, config.rnn, config.dropout)
+    stack = SelfAttentionStack(
+        2 * config.hidden_dim, config.layers, config.heads, config.ff_dim, config.dropout
+    )
+    return Encoder(
+        vocab_size,
+        config.emb_dim,
+        pad_id,
+        [rnn, stack],
+        config.dropout,
+        2 * config.hidden_dim,
+        config.hidden_dim,
+        positional=False,
+    )
+
+
+ENCODERS = {
+    "birnn": _birnn,
+    "self_attention": _self_attention,
+    "birnn_self_attention": _birnn_self_attention,
+}
+
+
+def build_encoder(config: EncoderConfig, vocab_size: int, pad_id: int) -> Encoder:
+    return ENCODERS[config.type](config, vocab_size, pad_id)

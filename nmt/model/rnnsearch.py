@@ -1,0 +1,116 @@
+"""The RNNsearch decoder (Bahdanau et al. 2015), in the paper's order of operations.
+
+At target step i the previous state s_{i-1} is the attention query; the context c_i feeds
+the GRU, s_i = GRU([E y_{i-1}; c_i], s_{i-1}); the output layer reads (s_i, E y_{i-1}, c_i).
+Only the attention and the GRU update depend on the previous step, so under teacher forcing
+the embedding-side GRU inputs and the whole output layer run once for all steps, and the
+vocabulary projection is left to the loss, which fuses it with the softmax (nmt/model/loss.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from nmt.config import DecoderConfig
+from nmt.model.attention import Memory
+from nmt.model.dropout import Dropout
+from nmt.model.encoder import EncoderOutput
+
+
+@dataclass
+class RNNSearchState:
+    hidden: torch.Tensor  # [B, H] s_{i-1}
+    memory: Memory  # the prepared source side
+
+    def select(self, indices: torch.Tensor) -> RNNSearchState:
+        """Reorders (or repeats) batch rows, e.g. to follow beam-search back-pointers."""
+        return RNNSearchState(self.hidden.index_select(0, indices), self.memory.select(indices))
+
+
+class RNNSearchDecoder(nn.Module):
+    def __init__(
+        self,
+        vocab_size: int,
+        config: DecoderConfig,
+        attention: nn.Module,
+        encoder_final_dim: int,
+        pad_id: int,
+    ):
+        super().__init__()
+        hidden, emb, context = config.hidden_dim, config.emb_dim, attention.context_dim
+        self.embed = nn.Embedding(vocab_size, emb, padding_idx=pad_id)
+        self.dropout = Dropout(config.dropout)
+        self.init_proj = nn.Linear(encoder_final_dim, hidden)
+        self.attention = attention
+        # GRU gates [r, z, n], split by input so the E y part is one matmul for all steps.
+        self.embedding_gates = nn.Linear(emb, 3 * hidden)
+        self.context_gates = nn.Linear(context, 3 * hidden, bias=False)
+        self.hidden_gates = nn.Linear(hidden, 3 * hidden)
+        self.maxout = config.output == "maxout"
+        pieces = 2 if self.maxout else 1
+        self.readout = nn.Linear(hidden + emb + context, pieces * config.out_dim)
+        self.generator = nn.Linear(config.out_dim, vocab_size)
+        if config.tie_embeddings:
+            self.generator.weight = self.embed.weight
+
+    def init_state(self, encoded: EncoderOutput) -> RNNSearchState:
+        """s_0 = tanh(W_s · backward h_1); the attention prepares its keys once here."""
+        hidden = torch.tanh(self.init_proj(encoded.final))
+        return RNNSearchState(hidden, self.attention.prepare(encoded.states, encoded.mask))
+
+    def forward(
+        self, state: RNNSearchState, tgt_in: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Teacher forcing. tgt_in [B, T] -> output features [B, T, out_dim] (logits are
+        `generator(features)`), attention weights [B, T, H, S]."""
+        embedded = self.dropout(self.embed(tgt_in))  # [B, T, E]
+        # unbind, not [:, i]: its backward stacks the step gradients once, where [:, i] adds a
+        # zero-filled [B, T, 3H] gradient per step.
+        embedding_gates = self.embedding_gates(embedded).unbind(1)  # T × [B, 3H]
+        hiddens, contexts, weights = [], [], []
+        hidden = state.hidden
+        for step_gates in embedding_gates:
+            hidden, context, weight = self._advance(hidden, state.memory, step_gates)
+            hiddens.append(hidden)
+            contexts.append(context)
+            weights.append(weight)
+        features = self._readout(torch.stack(hiddens, 1), embedded, torch.stack(contexts, 1))
+        return features, torch.stack(weights, 1)
+
+    def step(
+        self, state: RNNSearchState, prev_tokens: torch.Tensor
+    ) -> tuple[torch.Tensor, RNNSearchState, torch.Tensor]:
+        """One target step. prev_tokens [B] -> logits [B, V], next state, weights [B, H, S]."""
+        embedded = self.dropout(self.embed(prev_tokens))  # [B, E]
+        hidden, context, weights = self._advance(
+            state.hidden, state.memory, self.embedding_gates(embedded)
+        )
+        logits = self.generator(self._readout(hidden, embedded, context))
+        return logits, RNNSearchState(hidden, state.memory), weights
+
+    def _advance(
+        self, hidden: torch.Tensor, memory: Memory, embedding_gates: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Attend with s_{i-1}, then s_i = GRU([E y_{i-1}; c_i], s_{i-1}). All [B, ·]."""
+        context, weights = self.attention(hidden[:, None, :], memory)  # [B, 1, C], [B, 1, H, S]
+        context, weights = context[:, 0], weights[:, 0]
+        x_r, x_z, x_n = (embedding_gates + self.context_gates(context)).chunk(3, dim=-1)
+        h_r, h_z, h_n = self.hidden_gates(hidden).chunk(3, dim=-1)
+        reset = torch.sigmoid(x_r + h_r)
+        update = torch.sigmoid(x_z + h_z)
+        candidate = torch.tanh(x_n + reset * h_n)
+        return (1 - update) * candidate + update * hidden, context, weights
+
+    def _readout(
+        self, hidden: torch.Tensor, embedded: torch.Tensor, context: torch.Tensor
+    ) -> torch.Tensor:
+        """Deep output t_i from (s_i, E y_{i-1}, c_i): what the vocabulary projection reads."""
+        readout = self.readout(torch.cat([hidden, embedded, context], dim=-1))
+        if self.maxout:
+            readout = readout.unflatten(-1, (-1, 2)).amax(dim=-1)  # [..., out_dim]
+        else:
+            readout = torch.tanh(readout)
+        return self.dropout(readout)

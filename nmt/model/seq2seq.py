@@ -1,0 +1,102 @@
+"""Seq2Seq: an encoder, a decoder and its output layer, and the one builder of models.
+
+Search is written against `encode`, `init_state` and `step`; training calls the model itself,
+which returns the loss: the vocabulary projection is fused with the loss (nmt/model/loss.py),
+so nothing outside this package touches the output layer.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import torch
+from torch import nn
+
+from nmt.config import ModelConfig
+from nmt.model.attention import build_attention
+from nmt.model.decoder import Decoder, DecoderState
+from nmt.model.encoder import EncoderOutput, build_encoder
+from nmt.model.loss import vocabulary_loss
+from nmt.model.rnnsearch import RNNSearchDecoder
+
+
+class Vocabulary(Protocol):
+    """What a model needs to know of a vocabulary (a tokenizer's `Vocab` is one)."""
+
+    size: int
+    pad_id: int
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self, encoder: nn.Module, decoder: Decoder, tgt_pad_id: int):
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+        self.tgt_pad_id = tgt_pad_id
+
+    @property
+    def output_layer(self) -> nn.Linear:
+        """The vocabulary projection: output features [..., D] -> logits [..., V]."""
+        return self.decoder.generator
+
+    def encode(self, src: torch.Tensor, src_lengths: torch.Tensor) -> EncoderOutput:
+        return self.encoder(src, src_lengths)
+
+    def init_state(self, encoded: EncoderOutput) -> DecoderState:
+        return self.decoder.init_state(encoded)
+
+    def step(
+        self, state: DecoderState, prev_tokens: torch.Tensor
+    ) -> tuple[torch.Tensor, DecoderState, torch.Tensor]:
+        """prev_tokens [B] -> logits [B, V], next state, attention weights [B, H, S]."""
+        return self.decoder.step(state, prev_tokens)
+
+    def forward(
+        self,
+        src: torch.Tensor,
+        src_lengths: torch.Tensor,
+        tgt_in: torch.Tensor,
+        tgt_out: torch.Tensor,
+        label_smoothing: float = 0.0,
+    ) -> torch.Tensor:
+        """The summed label-smoothed cross-entropy of the teacher-forced pass over the real
+        target tokens of tgt_out [B, T]; divide by their number yourself."""
+        features, _ = self.decoder(self.init_state(self.encode(src, src_lengths)), tgt_in)
+        return vocabulary_loss(
+            features, self.output_layer, tgt_out, self.tgt_pad_id, label_smoothing
+        )
+
+    def teacher_forcing(
+        self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits [B, T, V] and attention weights [B, T, H, S] of all target positions at once."""
+        features, weights = self.decoder(self.init_state(self.encode(src, src_lengths)), tgt_in)
+        return self.output_layer(features), weights
+
+
+def build_model(config: ModelConfig, src: Vocabulary, tgt: Vocabulary) -> Seq2Seq:
+    """A freshly initialised model sized for the two vocabularies."""
+    encoder = build_encoder(config.encoder, src.size, src.pad_id)
+    attention = build_attention(config.attention, config.decoder.hidden_dim, encoder.output_dim)
+    decoder = RNNSearchDecoder(tgt.size, config.decoder, attention, encoder.final_dim, tgt.pad_id)
+    model = Seq2Seq(encoder, decoder, tgt.pad_id)
+    _initialise(model)
+    return model
+
+
+def _initialise(model: nn.Module) -> None:
+    """Xavier matrices, zero biases, small embeddings, orthogonal recurrences; norms keep 1."""
+    for name, parameter in model.named_parameters():
+        if "embed" in name:
+            nn.init.normal_(parameter, std=parameter.size(-1) ** -0.5)
+        elif "weight_hh" in name:
+            for gate in parameter.chunk(parameter.size(0) // parameter.size(1)):
+                nn.init.orthogonal_(gate)
+        elif parameter.dim() >= 2:
+            nn.init.xavier_uniform_(parameter)
+        elif name.endswith("bias"):
+            nn.init.zeros_(parameter)
+    for module in model.modules():
+        if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+            with torch.no_grad():
+                module.weight[module.padding_idx].zero_()

@@ -1,0 +1,130 @@
+"""The pictures nmt draws, as PNG files: attention heatmaps and training curves.
+
+- `plot_attention`: source subwords across, target subwords down, the head average with a
+  colour bar, then (multi-head) one small map per head.
+- `plot_curves`: from RUN/metrics.jsonl, loss.png (train and valid loss) and bleu.png. The
+  train loss is label-smoothed and averaged over each log window; the valid loss is plain
+  cross-entropy per target token, so the two lines differ by roughly the smoothing term.
+
+matplotlib is imported inside the functions and draws with its Agg backend, so translating
+without plots never pays for it and plotting works without a display.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from nmt.errors import UserError
+
+HEAD_COLUMNS = 4
+
+
+def plot_attention(
+    attention: torch.Tensor,
+    src_labels: Sequence[str],
+    tgt_labels: Sequence[str],
+    path: Path,
+    title: str = "",
+) -> None:
+    """attention [T, H, S] -> PNG: the head average with a colour bar, then (H > 1) each head."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    steps, heads, src_len = attention.shape
+    cell = 0.32  # inches per source or target subword
+    width = max(4.0, 2.0 + cell * src_len)
+    height = max(3.0, 1.5 + cell * steps)
+    rows = math.ceil(heads / HEAD_COLUMNS) if heads > 1 else 0
+    # a head panel is a quarter of the width with square cells, plus its title
+    grid_height = rows * (width / HEAD_COLUMNS * steps / src_len + 0.3)
+    figure = Figure(figsize=(width, height + grid_height), layout="constrained")
+    FigureCanvasAgg(figure)
+    if heads == 1:
+        _labelled_heatmap(figure, attention[:, 0], src_labels, tgt_labels, title)
+    else:
+        average, grid = figure.subfigures(2, 1, height_ratios=[height, grid_height])
+        subtitle = f"{title} (mean of {heads} heads)"
+        _labelled_heatmap(average, attention.mean(1), src_labels, tgt_labels, subtitle)
+        for head, panel in enumerate(grid.subplots(rows, HEAD_COLUMNS, squeeze=False).flat):
+            panel.set_axis_off()
+            if head < heads:
+                panel.imshow(attention[:, head].numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
+                panel.set_title(f"head {head}", fontsize=8)
+    figure.savefig(path, dpi=100)
+
+
+def _labelled_heatmap(
+    figure, weights: torch.Tensor, src_labels: Sequence[str], tgt_labels: Sequence[str], title: str
+) -> None:
+    """weights [T, S] with a subword on every tick and a colour bar, on a (sub)figure."""
+    axes = figure.subplots()
+    image = axes.imshow(weights.numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
+    axes.set_xticks(range(len(src_labels)), labels=src_labels, rotation=90, fontsize=9)
+    axes.set_yticks(range(len(tgt_labels)), labels=tgt_labels, fontsize=9)
+    axes.set_xlabel("source")
+    axes.set_ylabel("target")
+    axes.set_title(title, fontsize=10)
+    figure.colorbar(image, ax=axes, label="attention weight", shrink=0.8)
+
+
+def read_metrics(run_dir: Path) -> list[dict]:
+    path = run_dir / "metrics.jsonl"
+    if not path.is_file():
+        raise UserError(f"{run_dir} holds no metrics.jsonl; is it a run directory of nmt train?")
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise UserError(f"{path}, line {number}: not a JSON record.") from None
+    return records
+
+
+def series(records: list[dict], key: str) -> tuple[list[int], list[float]]:
+    """(steps, values) of the records that carry `key`."""
+    points = [(r["step"], r[key]) for r in records if key in r and "step" in r]
+    return [s for s, _ in points], [v for _, v in points]
+
+
+def plot_curves(run_dir: Path, output: Path | None = None) -> list[Path]:
+    """Writes loss.png and bleu.png into `output` (default: the run directory)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = read_metrics(run_dir)
+    output = output or run_dir
+    output.mkdir(parents=True, exist_ok=True)
+    figures = {
+        "loss.png": (
+            "loss per target token",
+            [("train loss", "loss"), ("valid loss", "valid_loss")],
+        ),
+        "bleu.png": ("BLEU", [("valid BLEU", "valid_bleu")]),
+    }
+    written = []
+    for name, (ylabel, lines) in figures.items():
+        figure, axes = plt.subplots(figsize=(7, 4), dpi=100)
+        for label, key in lines:
+            steps, values = series(records, key)
+            if steps:
+                axes.plot(steps, values, marker="o" if len(steps) < 30 else None, label=label)
+        axes.set_xlabel("step")
+        axes.set_ylabel(ylabel)
+        axes.set_title(f"{run_dir.name}: {ylabel}")
+        axes.grid(alpha=0.3)
+        if axes.get_legend_handles_labels()[0]:
+            axes.legend()
+        figure.tight_layout()
+        figure.savefig(output / name)
+        plt.close(figure)
+        written.append(output / name)
+    return written

@@ -1,0 +1,64 @@
+"""Checkpoint averaging: the mean of several checkpoints' weights, as one that translates.
+
+The checkpoints must come from one config (keys a resume may change, like train.max_steps,
+aside) and one tokenizer; the result carries the newest one's config, tokenizer and step,
+and no training state.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nmt.checkpoint import load_checkpoint, restore_model, save_checkpoint
+from nmt.config import config_differences
+from nmt.errors import UserError
+from nmt.train.resume import RESUMABLE_KEYS
+from nmt.train.rundir import step_checkpoints
+
+
+def average_checkpoints(paths: list[Path], output: Path) -> dict:
+    """Writes the averaged checkpoint to `output` and returns its payload."""
+    payloads = [load_checkpoint(path) for path in paths]
+    newest = max(range(len(paths)), key=lambda i: payloads[i]["step"])
+    reference, reference_path = payloads[newest], paths[newest]
+    for path, payload in zip(paths, payloads, strict=True):
+        differences = config_differences(reference["config"], payload["config"], RESUMABLE_KEYS)
+        if differences:
+            raise UserError(
+                f"cannot average {path} with {reference_path}: their configs differ "
+                f"({'; '.join(differences[:4])}). Average checkpoints of one run or config."
+            )
+        if payload["tokenizer"] != reference["tokenizer"]:
+            raise UserError(
+                f"cannot average {path} with {reference_path}: their tokenizers differ."
+            )
+    averaged = {}
+    for name, tensor in reference["model"].items():
+        if tensor.is_floating_point():
+            total = sum(payload["model"][name].double() for payload in payloads)
+            averaged[name] = (total / len(payloads)).to(tensor.dtype)
+        else:
+            averaged[name] = tensor.clone()
+    result = {
+        "config": reference["config"],
+        "tokenizer": reference["tokenizer"],
+        "model": averaged,
+        "step": reference["step"],
+        "metrics": {"averaged": [str(path) for path in paths]},
+    }
+    restore_model(result, output)  # the weights must rebuild the model before they are written
+    save_checkpoint(output, result)
+    return result
+
+
+def last_checkpoints(run_dir: Path, count: int) -> list[Path]:
+    """The `count` newest step-NNNNNN.pt checkpoints of a run (train.keep_last keeps them)."""
+    if not run_dir.is_dir():
+        raise UserError(f"--last: {run_dir} is not a run directory.")
+    found = step_checkpoints(run_dir)
+    if len(found) < count:
+        raise UserError(
+            f"--last {count}: {run_dir} holds {len(found)} step checkpoints (step-*.pt). "
+            f"Train with train.keep_last >= {count} to keep that many."
+        )
+    return found[-count:]

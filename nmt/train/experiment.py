@@ -1,0 +1,98 @@
+"""The whole `nmt train` command: run directory, corpus and model set up once, then the Trainer.
+
+The run directory is checked before any work and written only once the corpus has loaded, so
+a bad config or corpus leaves an old run as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+from pathlib import Path
+
+import torch
+
+from nmt.config import Experiment
+from nmt.data.corpus import prepare_corpus
+from nmt.data.tokenizer import Tokenizer
+from nmt.errors import UserError
+from nmt.model.seq2seq import build_model
+from nmt.train.distributed import local_rank, start_ranks, stop_ranks
+from nmt.train.precision import resolve_device
+from nmt.train.resume import resume_point, trim_metrics
+from nmt.train.rundir import RunLog, check_run_dir, save_config, start_run
+from nmt.train.trainer import Outcome, Trainer
+
+log = logging.getLogger("nmt")
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def train_experiment(
+    config: Experiment, run_dir: Path, overwrite: bool = False, resume: bool = False
+) -> Outcome:
+    """The whole `nmt train` command, in this process's role under torchrun (if any)."""
+    if resume and overwrite:
+        raise UserError("--resume and --overwrite contradict each other; pass one of them.")
+    device = resolve_device(config.train.device, local_rank())
+    ranks = start_ranks(device)
+    try:
+        return _train(config, run_dir, resume, overwrite, device, ranks)
+    finally:
+        stop_ranks(ranks)
+
+
+def _train(config, run_dir, resume, overwrite, device, ranks) -> Outcome:
+    """Checks the run directory before any work and writes it only once the corpus has
+    loaded, so a bad config or corpus leaves an old run as it was."""
+    payload = resume_point(run_dir, config) if resume else None
+    if payload is None and ranks.is_main:
+        check_run_dir(run_dir, overwrite)
+    with RunLog(active=ranks.is_main) as run_log:
+        threads = config.train.threads or max(1, (os.cpu_count() or 1) // ranks.local_world)
+        torch.set_num_threads(threads)
+        seed_everything(config.train.seed)
+        tokenizer = Tokenizer.from_state(payload["tokenizer"]) if payload else None
+        with ranks.main_first():
+            corpus = prepare_corpus(config, run_dir, tokenizer)
+        if ranks.is_main:
+            if payload is None:
+                start_run(run_dir, config, corpus.tokenizer)
+            else:
+                trim_metrics(run_dir / "metrics.jsonl", payload["training"]["metrics_lines"])
+                save_config(run_dir, config)
+            run_log.attach(run_dir)
+        ranks.barrier()
+        vocab = corpus.tokenizer
+        model = build_model(config.model, vocab.src, vocab.tgt)
+        if ranks.distributed:  # same initial weights everywhere, different dropout per rank
+            torch.manual_seed(config.train.seed + ranks.rank)
+        trainer = Trainer(config, run_dir, corpus, model, device, ranks, resume_from=payload)
+        _log_start(config, corpus, model, run_dir, device, ranks, payload)
+        try:
+            with trainer.stop:
+                return trainer.fit()
+        finally:
+            trainer.report.close()
+
+
+def _log_start(config, corpus, model, run_dir, device, ranks, payload) -> None:
+    parameters = sum(p.numel() for p in model.parameters())
+    log.info(
+        "%s: %s, vocab %d/%d, %.2fM parameters, %s%s, %s, run dir %s",
+        config.name,
+        corpus.train.description,
+        corpus.tokenizer.src.size,
+        corpus.tokenizer.tgt.size,
+        parameters / 1e6,
+        device,
+        f" x {ranks.world} processes" if ranks.distributed else "",
+        config.train.precision,
+        run_dir,
+    )
+    if payload is not None:
+        log.info("resuming at step %d", payload["step"])

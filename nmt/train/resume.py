@@ -1,0 +1,79 @@
+"""The run directory across invocations: starting afresh, stopping cleanly, resuming exactly.
+
+`last.pt` carries, beside the weights, everything the next update depends on: optimizer and
+grad-scaler state, the step, the data position (epoch and batch index: batch order is a
+pure function of (seed, epoch)), the best validation value and plateau count, every random
+number generator, the unlogged loss window and how many lines metrics.jsonl had. Resuming
+restores all of it, so a run cut in two ends with the same parameters as one run straight
+through (on the same device and with the same number of processes).
+
+This module checks that a run can be resumed with the config given (the RNG streams are
+nmt/train/rng.py's, the stop request nmt/train/signals.py's).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nmt.checkpoint import load_checkpoint, remove_temporaries
+from nmt.config import Experiment, config_differences, config_to_dict
+from nmt.errors import UserError
+
+# Keys that may change when a run is resumed: budgets, and settings that leave the
+# trained function and the data order alone.
+RESUMABLE_KEYS = frozenset(
+    {
+        "name",
+        "train.max_steps",
+        "train.max_minutes",
+        "train.patience",
+        "train.threads",
+        "train.device",
+        "train.tensorboard",
+        "train.log_every",
+        "data.num_proc",
+        "data.cache_dir",
+    }
+)
+
+
+def check_resumable(payload: dict, config: Experiment, path: Path) -> None:
+    """A UserError unless `config` continues the run whose last.pt is `payload`."""
+    if "training" not in payload:
+        raise UserError(f"{path} holds no training state (it is not a last.pt); cannot resume.")
+    differences = config_differences(payload["config"], config_to_dict(config), RESUMABLE_KEYS)
+    if differences:
+        shown = "; ".join(differences[:6]) + ("; ..." if len(differences) > 6 else "")
+        raise UserError(
+            f"{path.parent} holds a run of a different config ({shown}). Resume with the "
+            "config it was started with (only train.max_steps, train.max_minutes, "
+            "train.patience and settings such as train.threads may change), or choose "
+            "another --run-dir."
+        )
+    if payload["step"] >= config.train.max_steps:
+        raise UserError(
+            f"the run in {path.parent} already reached step {payload['step']}, and "
+            f"train.max_steps is {config.train.max_steps}. Raise it (e.g. --set "
+            f"train.max_steps={2 * payload['step']}) to train further."
+        )
+
+
+def trim_metrics(path: Path, lines: int) -> None:
+    """Keeps the first `lines` lines: what was written when the resumed checkpoint was saved."""
+    if not path.exists():
+        return
+    kept = path.read_text(encoding="utf-8").splitlines(keepends=True)[:lines]
+    path.write_text("".join(kept), encoding="utf-8")
+
+
+def resume_point(run_dir: Path, config: Experiment) -> dict:
+    """last.pt of the run in `run_dir`, checked against `config`."""
+    path = run_dir / "last.pt"
+    if not path.exists():
+        raise UserError(
+            f"--resume: {run_dir} holds no run to resume (no last.pt). Drop --resume to start one."
+        )
+    payload = load_checkpoint(path)
+    check_resumable(payload, config, path)
+    remove_temporaries(run_dir)
+    return payload

@@ -1,0 +1,34 @@
+import pytest
+
+from nmt.data.batching import TokenBatcher, encode_split, make_batch
+from nmt.data.splits import ParallelText
+from nmt.errors import UserError
+
+
+def test_filtering_counts_empty_and_long(tokenizer):
+    text = ParallelText(["the dog", "", "the cat " * 40], ["der Hund", "x", "die Katze"], "t")
+    encoded = encode_split(text, tokenizer, max_len=30)
+    assert encoded.keep == [0]
+    with pytest.raises(UserError, match="no training pairs left"):
+        encode_split(ParallelText([""], ["x"], "t"), tokenizer, max_len=30)
+
+
+def test_batches_respect_budget_and_cover_every_pair_once():
+    src = [3, 10, 7, 2, 9, 4, 8, 1, 5, 6] * 20
+    tgt = [4, 9, 6, 3, 8, 5, 7, 2, 6, 5] * 20
+    batcher = TokenBatcher(src, tgt, batch_tokens=40, seed=1, pool_batches=4)
+    batches = batcher.epoch(0)
+    assert sorted(i for b in batches for i in b) == list(range(200))
+    for batch in batches:
+        assert max(tgt[i] + 1 for i in batch) * len(batch) <= 40
+    assert batcher.epoch(0) == batches
+    assert batcher.epoch(1) != batches
+
+
+def test_make_batch_shifts_target(tokenizer):
+    vocab = tokenizer.tgt
+    batch = make_batch([[5, 6, 7], [8]], [[9, 10], [11, 12, 13]], vocab, tokenizer.src.pad_id)
+    assert batch.tgt_in[0].tolist() == [vocab.bos_id, 9, 10, vocab.pad_id]
+    assert batch.tgt_out[0].tolist() == [9, 10, vocab.eos_id, vocab.pad_id]
+    assert batch.src_lengths.tolist() == [3, 1]
+    assert batch.num_tgt_tokens == 7

@@ -1,0 +1,78 @@
+"""The three ways to the training batches (in memory, Arrow cache via datasets.map, stream)
+agree: the same batches when the corpus fits in one pool, the same pairs in every epoch
+when it does not; the Arrow cache is built once and reused."""
+
+import dataclasses
+from collections import Counter
+
+import pytest
+
+from conftest import ROOT, TINY_OVERRIDES, write_parallel
+from nmt.config import load_config
+from nmt.data import sources as sources_module
+from nmt.data.corpus import StreamSource, arrow_source, memory_source
+from nmt.data.splits import load_split
+
+
+@pytest.fixture
+def config(corpus_dir):
+    return load_config(
+        ROOT / "configs" / "demo.yaml",
+        [f"data.path={corpus_dir}", "data.demo=false", *TINY_OVERRIDES, "data.max_len=20"],
+    )
+
+
+def as_pairs(batches):
+    """[(src ids, tgt ids) per pair] per batch, as hashable tuples."""
+    return [[(tuple(s), tuple(t)) for s, t in zip(*batch, strict=True)] for batch in batches]
+
+
+def test_one_pool_gives_the_same_batches_on_all_three_paths(tmp_path, config, tokenizer):
+    memory = memory_source(load_split(config.data, "train"), tokenizer, config)
+    two_processes = dataclasses.replace(config.data, num_proc=2)  # datasets.map in 2 processes
+    cached = arrow_source(dataclasses.replace(config, data=two_processes), tokenizer, tmp_path)
+    stream = StreamSource(config.data, tokenizer, config.train.batch_tokens, config.train.seed)
+    for epoch in (0, 1):
+        expected = as_pairs(memory.batches(epoch))
+        assert as_pairs(cached.batches(epoch)) == expected
+        assert as_pairs(stream.batches(epoch)) == expected
+        assert as_pairs(stream.batches(epoch, start=5)) == expected[5:]  # resuming mid-epoch
+    assert memory.description == cached.description  # max_len 20 drops the same pairs
+    assert as_pairs(memory.batches(0)) != as_pairs(memory.batches(1))
+
+
+def test_many_pools_give_the_same_pairs_per_epoch_under_the_same_budget(config, tokenizer):
+    memory = memory_source(load_split(config.data, "train"), tokenizer, config)
+    budget = config.train.batch_tokens
+    stream = StreamSource(config.data, tokenizer, budget, config.train.seed, pool_batches=3)
+    everything = Counter(pair for batch in as_pairs(memory.batches(0)) for pair in batch)
+    for epoch in (0, 1):
+        batches = as_pairs(stream.batches(epoch))
+        assert Counter(pair for batch in batches for pair in batch) == everything
+        for batch in batches:  # TokenBatcher's rule: padded target tokens within the budget
+            assert len(batch) == 1 or max(len(t) + 1 for _, t in batch) * len(batch) <= budget
+        assert as_pairs(stream.batches(epoch)) == batches  # a pure function of (seed, epoch)
+    assert as_pairs(stream.batches(0)) != as_pairs(stream.batches(1))
+
+
+def test_the_arrow_cache_is_reused_and_rebuilt_when_the_corpus_changes(
+    tmp_path, config, tokenizer, monkeypatch
+):
+    arrow_source(config, tokenizer, tmp_path)
+    built = list(tmp_path.glob("train-*"))
+    assert len(built) == 1 and not list(tmp_path.glob(".train-*"))  # no temporary left
+
+    def no_rebuild(*args):
+        raise AssertionError("rebuilt")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(sources_module, "_build_arrow_cache", no_rebuild)
+        arrow_source(config, tokenizer, tmp_path)
+    corpus = tmp_path / "corpus"
+    write_parallel(corpus, "train", [("a dog.", "ein Hund."), ("the cat.", "die Katze.")])
+    changed = load_config(
+        ROOT / "configs" / "demo.yaml",
+        [f"data.path={corpus}", "data.demo=false", *TINY_OVERRIDES],
+    )
+    assert arrow_source(changed, tokenizer, tmp_path).description == "2 training pairs"
+    assert len(list(tmp_path.glob("train-*"))) == 2

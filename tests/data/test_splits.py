@@ -1,0 +1,116 @@
+"""Finding and reading a split: text files, tables, the hub; whole or streamed, read alike."""
+
+import json
+
+import pytest
+
+from conftest import ROOT, TINY_OVERRIDES
+from nmt.config import DataConfig, Splits, load_config
+from nmt.data.splits import load_split, read_lines, read_pairs
+from nmt.errors import UserError
+
+
+def local(path, **kwargs) -> DataConfig:
+    return DataConfig(src_lang="en", tgt_lang="de", path=str(path), **kwargs)
+
+
+def test_text_files_load_aligned(corpus_dir):
+    text = load_split(local(corpus_dir), "train")
+    assert len(text.src) == len(text.tgt) == 300
+    assert text.src[0] == (corpus_dir / "train.en").read_text().splitlines()[0]
+
+
+def test_mismatched_line_counts_name_both_files(tmp_path):
+    (tmp_path / "train.en").write_text("a\nb\nc\n")
+    (tmp_path / "train.de").write_text("x\ny\n")
+    with pytest.raises(UserError) as error:
+        load_split(local(tmp_path), "train")
+    message = str(error.value)
+    assert "train.en has 3 lines" in message and "train.de has 2" in message
+
+
+def test_bom_and_crlf_are_handled(tmp_path):
+    (tmp_path / "f").write_bytes(b"\xef\xbb\xbfone\r\ntwo\r\n")
+    assert read_lines(tmp_path / "f") == ["one", "two"]
+
+
+def test_invalid_utf8_names_line_and_offset(tmp_path):
+    (tmp_path / "f").write_bytes(b"ok\nbad \xff here\n")
+    with pytest.raises(UserError, match=r"line 2, byte offset 7"):
+        read_lines(tmp_path / "f")
+
+
+def test_tsv_jsonl_and_parquet_load_through_datasets(tmp_path):
+    pairs = [("a cat", "eine Katze"), ("the dog", "der Hund")]
+    (tmp_path / "train.tsv").write_text("".join(f"{en}\t{de}\n" for en, de in pairs))
+    (tmp_path / "valid.jsonl").write_text(
+        "".join(json.dumps({"translation": {"en": en, "de": de}}) + "\n" for en, de in pairs)
+    )
+    import datasets
+
+    datasets.Dataset.from_dict(
+        {"en": [p[0] for p in pairs], "de": [p[1] for p in pairs]}
+    ).to_parquet(str(tmp_path / "test.parquet"))
+    config = local(tmp_path)
+    for role in ("train", "valid", "test"):
+        text = load_split(config, role)
+        assert list(zip(text.src, text.tgt, strict=True)) == pairs, role
+
+
+def test_jsonl_missing_language_lists_what_is_there(tmp_path):
+    (tmp_path / "train.jsonl").write_text(
+        json.dumps({"translation": {"en": "a", "fr": "b"}}) + "\n"
+    )
+    with pytest.raises(UserError, match="languages found: en, fr"):
+        load_split(local(tmp_path), "train")
+
+
+def test_missing_split_lists_files_found(corpus_dir):
+    with pytest.raises(UserError, match="no files for split 'dev'.*train.en"):
+        load_split(local(corpus_dir, splits=Splits(valid="dev")), "valid")
+
+
+def test_hub_unreachable_is_a_clear_error(monkeypatch):
+    """The real hub code path, with the network cut even where the machine has one."""
+
+    def unreachable(*args, **kwargs):
+        raise OSError("network is unreachable")
+
+    monkeypatch.setattr("socket.create_connection", unreachable)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    config = DataConfig(src_lang="de", tgt_lang="en", hub_id="bentrevett/multi30k")
+    with pytest.raises(UserError, match="data.path"):
+        load_split(config, "train")
+
+
+def test_streamed_lines_are_read_like_read_lines(tmp_path):
+    (tmp_path / "train.en").write_bytes(b"\xef\xbb\xbfone\r\ntwo \xc3\xa4\n\nlast")
+    (tmp_path / "train.de").write_bytes(b"eins\r\nzwei\n\nletzte\n")
+    local = load_config(ROOT / "configs/demo.yaml", [f"data.path={tmp_path}", *TINY_OVERRIDES])
+    pairs = list(read_pairs(local.data))
+    assert [s for s, _ in pairs] == read_lines(tmp_path / "train.en")
+    assert [t for _, t in pairs] == read_lines(tmp_path / "train.de")
+    (tmp_path / "train.de").write_text("eins\nzwei\n")
+    with pytest.raises(UserError, match="train.en has 4 lines but .*train.de has 2"):
+        list(read_pairs(local.data))
+
+
+def test_streaming_reads_tables_through_datasets(tmp_path):
+    (tmp_path / "train.tsv").write_text("a cat\teine Katze\nthe dog\tder Hund\n")
+    local = load_config(ROOT / "configs/demo.yaml", [f"data.path={tmp_path}", *TINY_OVERRIDES])
+    assert list(read_pairs(local.data)) == [("a cat", "eine Katze"), ("the dog", "der Hund")]
+
+
+@pytest.mark.parametrize("problem", ["missing split", "empty file"])
+def test_whole_and_streamed_reading_fail_alike(corpus_dir, tmp_path, problem):
+    """Both readers start from `locate`, so a bad corpus gets the same message either way."""
+    if problem == "missing split":
+        config, expected = local(corpus_dir, splits=Splits(valid="dev")), "no files for split"
+    else:
+        (tmp_path / "dev.en").write_text("")
+        (tmp_path / "dev.de").write_text("x\n")
+        config, expected = local(tmp_path, splits=Splits(valid="dev")), "dev.en is empty"
+    with pytest.raises(UserError, match=expected):
+        load_split(config, "valid")
+    with pytest.raises(UserError, match=expected):
+        list(read_pairs(config, "valid"))

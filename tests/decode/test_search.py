@@ -1,0 +1,180 @@
+"""Search properties: beam 1 is greedy, a wide beam is exhaustive, sampling is reproducible."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from conftest import tiny_model
+from nmt.data.batching import pad
+from nmt.decode.beam import beam_search
+from nmt.decode.sampling import sample_search, truncate
+from nmt.decode.search import greedy_search, length_penalty
+
+BOS, EOS = 2, 3
+
+
+@dataclass
+class MarkovState:
+    src_mask: torch.Tensor  # [B, S]
+
+    def select(self, indices: torch.Tensor) -> MarkovState:
+        return MarkovState(self.src_mask.index_select(0, indices))
+
+
+class MarkovModel(torch.nn.Module):
+    """A hand-built stand-in for Seq2Seq: the next token's probabilities depend only on the
+    previous token, table[prev]; attention is uniform over the real source tokens."""
+
+    def __init__(self, table: torch.Tensor, heads: int = 1):
+        super().__init__()
+        self.log_table = table.log()  # [V, V]
+        self.heads = heads
+
+    def encode(self, src, src_lengths):
+        return torch.arange(src.size(1))[None, :] < src_lengths[:, None]
+
+    def init_state(self, src_mask):
+        return MarkovState(src_mask)
+
+    def step(self, state, prev_tokens):
+        weights = state.src_mask.float() / state.src_mask.sum(1, keepdim=True)  # [B, S]
+        return (
+            self.log_table[prev_tokens],
+            state,
+            weights[:, None, :].expand(-1, self.heads, -1),
+        )
+
+
+def markov_table(rows: dict[int, dict[int, float]], vocab: int = 6) -> torch.Tensor:
+    """Given probabilities per previous token, a tiny rest spread over every other token."""
+    table = torch.full((vocab, vocab), 1e-6)
+    for prev, probs in rows.items():
+        for token, p in probs.items():
+            table[prev, token] = p
+    return table / table.sum(1, keepdim=True)
+
+
+def source(lengths):
+    return pad([[5] * n for n in lengths], 0), torch.tensor(lengths)
+
+
+def test_beam_finds_a_better_output_than_greedy():
+    # bos -> A (0.6) or B (0.4); A -> eos (0.4), A or B (0.3 each); B -> eos (1.0).
+    # Greedy takes A then eos (0.24); B then eos (0.4) is better.
+    model = MarkovModel(
+        markov_table({BOS: {4: 0.6, 5: 0.4}, 4: {EOS: 0.4, 4: 0.3, 5: 0.3}, 5: {EOS: 1.0}})
+    )
+    src, lengths = source([3])
+    limits = torch.tensor([5])
+    greedy = greedy_search(model, src, lengths, BOS, EOS, limits)[0]
+    (best,) = beam_search(model, src, lengths, BOS, EOS, limits, beam=2, alpha=0.0)[0]
+    assert greedy.tokens == [4] and best.tokens == [5]
+    assert best.score > greedy.score
+    assert best.score == pytest.approx(torch.tensor(0.4).log().item(), abs=1e-4)
+
+
+# eos at once (0.5) beats A (0.45) at first, but A A A A (0.45 * 0.95^3) wins once normalised.
+LONG_WINS_LATE = markov_table({BOS: {EOS: 0.5, 4: 0.45}, 4: {4: 0.95, EOS: 0.04}}, vocab=5)
+
+
+def random_table(seed: int, vocab: int = 5) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    return (4 * torch.rand(vocab, vocab, generator=generator)).softmax(-1)
+
+
+@pytest.mark.parametrize(
+    "table",
+    [LONG_WINS_LATE, random_table(0), random_table(1), random_table(2)],
+    ids=["long-wins-late", "random-0", "random-1", "random-2"],
+)
+def test_a_beam_holding_every_hypothesis_finds_the_exhaustive_optimum(table):
+    """Early stopping with length normalisation must never cut off the best hypothesis."""
+    vocab, limit, alpha = 5, 4, 2.0
+    model = MarkovModel(table)
+
+    def normalised(tokens):
+        score = sum(model.log_table[a, b].item() for a, b in itertools.pairwise([BOS, *tokens]))
+        return score / length_penalty(len(tokens), alpha)
+
+    others = [t for t in range(vocab) if t != EOS]
+    candidates = [(*p, EOS) for n in range(limit) for p in itertools.product(others, repeat=n)]
+    candidates += list(itertools.product(others, repeat=limit))
+    src, lengths = source([2])
+    (best, *_) = beam_search(
+        model, src, lengths, BOS, EOS, torch.tensor([limit]), len(candidates), alpha
+    )[0]
+    assert best.normalised_score(alpha) == pytest.approx(max(map(normalised, candidates)), abs=1e-4)
+
+
+def eos_biased_model(config, seed=0):
+    """A random tiny model made confident (larger output weights) and given a taste for eos,
+    so that its sentences end at different lengths: at once, midway and at their limit."""
+    model = tiny_model(config, seed=seed).eval()
+    with torch.no_grad():
+        model.output_layer.weight *= 5
+        model.output_layer.bias[EOS] = 0.9
+    return model
+
+
+def test_beam_of_one_is_greedy_search_exactly(tiny_config):
+    model = eos_biased_model(tiny_config)
+    src = torch.randint(4, 50, (6, 7), generator=torch.Generator().manual_seed(1))
+    lengths = torch.tensor([7, 3, 5, 7, 1, 4])
+    limits = torch.tensor([9, 2, 6, 12, 3, 7])
+    greedy = greedy_search(model, src, lengths, BOS, EOS, limits)
+    beam = beam_search(model, src, lengths, BOS, EOS, limits, beam=1, alpha=0.6)
+    lengths_found = {len(h.tokens) for h in greedy}
+    assert len(lengths_found) >= 3  # the check covers several stopping points
+    for expected, (found,) in zip(greedy, beam, strict=True):
+        assert found.tokens == expected.tokens
+        assert found.score == expected.score
+        assert torch.equal(found.attention, expected.attention)
+
+
+def test_nbest_is_distinct_and_sorted_by_normalised_score(tiny_config):
+    model = eos_biased_model(tiny_config)
+    src, lengths = source([6, 3, 8])
+    limits = torch.tensor([8, 5, 10])
+    for alpha in (0.0, 0.6, 1.5):
+        for hypotheses in beam_search(model, src, lengths, BOS, EOS, limits, 6, alpha, nbest=4):
+            scores = [h.normalised_score(alpha) for h in hypotheses]
+            assert len(hypotheses) == 4 and scores == sorted(scores, reverse=True)
+            assert len({tuple(h.tokens) for h in hypotheses}) == 4
+            for hypothesis, limit in zip(hypotheses, limits.tolist(), strict=False):
+                assert len(hypothesis.tokens) <= limit
+
+
+def test_sampling_is_reproducible_and_top_k_1_is_greedy(tiny_config):
+    model = eos_biased_model(tiny_config)
+    src, lengths = source([6, 3, 8])
+    limits = torch.tensor([8, 5, 10])
+
+    def draw(seed, **options):
+        generator = torch.Generator().manual_seed(seed)
+        return sample_search(
+            model, src, lengths, BOS, EOS, limits, 2, generator=generator, **options
+        )
+
+    first, again, other = draw(1), draw(1), draw(2)
+    tokens = [[h.tokens for h in group] for group in first]
+    assert tokens == [[h.tokens for h in group] for group in again]
+    assert tokens != [[h.tokens for h in group] for group in other]
+    greedy = greedy_search(model, src, lengths, BOS, EOS, limits)
+    for expected, samples in zip(greedy, draw(3, top_k=1, temperature=0.7), strict=True):
+        assert [h.tokens for h in samples] == [expected.tokens] * 2
+        assert samples[0].score == pytest.approx(expected.score, abs=1e-5)  # batch of 6, not 3
+
+
+def test_truncation_keeps_top_k_and_the_smallest_nucleus():
+    log_probs = torch.tensor([[0.5, 0.3, 0.15, 0.05]]).log()
+    kept = lambda **options: truncate(log_probs, **options).isfinite()[0].tolist()  # noqa: E731
+    assert kept(temperature=1.0, top_k=2, top_p=1.0) == [True, True, False, False]
+    assert kept(temperature=1.0, top_k=0, top_p=0.5) == [True, False, False, False]
+    assert kept(temperature=1.0, top_k=0, top_p=0.7) == [True, True, False, False]
+    assert kept(temperature=1.0, top_k=0, top_p=0.1) == [True, False, False, False]
+    flatter = truncate(log_probs, temperature=2.0, top_k=0, top_p=1.0).softmax(-1)
+    assert flatter[0, 0] < 0.5 and flatter[0, 3] > 0.05

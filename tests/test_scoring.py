@@ -1,0 +1,38 @@
+import json
+import shutil
+import subprocess
+import sys
+
+from nmt.scoring import score
+
+HYPS = ["the cat sat on the mat.", "a dog runs in the park", "hello world"]
+REFS = ["the cat sat on a mat.", "a dog is running in the park.", "hello , world"]
+
+
+def test_scores_equal_the_sacrebleu_command(tmp_path):
+    (tmp_path / "hyp").write_text("\n".join(HYPS) + "\n")
+    (tmp_path / "ref").write_text("\n".join(REFS) + "\n")
+    command = [
+        sys.executable,
+        "-m",
+        "sacrebleu",
+        str(tmp_path / "ref"),
+        "-i",
+        str(tmp_path / "hyp"),
+        "-m",
+        "bleu",
+        "chrf",
+    ]
+    assert shutil.which(sys.executable)
+    reference = json.loads(
+        subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    )
+    ours = score(HYPS, REFS)
+    assert ours.bleu == reference[0]["score"]
+    assert ours.chrf == reference[1]["score"]
+    assert ours.bleu_signature == reference[0]["signature"]
+    assert ours.chrf_signature == reference[1]["signature"]
+
+
+def test_perfect_translation_scores_100():
+    assert score(REFS, REFS).bleu == 100.0

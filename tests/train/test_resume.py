@@ -1,0 +1,129 @@
+"""Stopping cleanly and surviving kill -9: real `nmt train` processes, signalled mid-run."""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import torch
+
+from conftest import ROOT, TINY_OVERRIDES
+from nmt.checkpoint import load_checkpoint
+from nmt.config import config_differences
+from nmt.train.resume import trim_metrics
+from nmt.train.rng import rng_preserved
+
+
+def start_training(run_dir, corpus_dir, *extra, flags=()):
+    overrides = [
+        f"data.path={corpus_dir}",
+        "data.demo=false",
+        *TINY_OVERRIDES,
+        "train.threads=1",
+        "train.max_steps=100000",
+        *extra,
+    ]
+    args = ["train", "--config", ROOT / "configs/demo.yaml", "--run-dir", run_dir]
+    args += [a for o in overrides for a in ("--set", o)] + list(flags)
+    return subprocess.Popen(
+        [sys.executable, "-m", "nmt", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_step_line(process) -> list[str]:
+    lines = []
+    for line in process.stderr:
+        lines.append(line)
+        if line.startswith("step="):
+            break
+    return lines
+
+
+def test_sigint_finishes_the_step_saves_last_and_says_how_to_resume(tmp_path, corpus_dir):
+    process = start_training(tmp_path, corpus_dir, "train.valid_every=1000")
+    lines = wait_for_step_line(process)
+    assert lines and lines[-1].startswith("step="), "".join(lines)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    message = stdout.strip().splitlines()
+    assert len(message) == 1 and "resume with: nmt train --config" in message[0]
+    assert f"--run-dir {tmp_path} --resume" in message[0]
+    last = load_checkpoint(tmp_path / "last.pt")
+    assert last["step"] >= 2 and "optimizer" in last["training"]
+    assert "Traceback" not in stderr
+
+
+def test_kill_9_never_leaves_a_checkpoint_that_fails_to_load(tmp_path, corpus_dir):
+    """Kill at random moments (also during startup and checkpoint writes): every *.pt loads,
+    and a resume loses at most the steps since the last checkpoint (one: we save each step)."""
+    chooser = random.Random(5)
+    saved_step = 0
+    for attempt in range(3):
+        flag = "--resume" if (tmp_path / "last.pt").exists() else "--overwrite"
+        process = start_training(
+            tmp_path,
+            corpus_dir,
+            "train.valid_every=1",
+            "train.keep_last=2",
+            "train.log_every=1",
+            flags=[flag],
+        )
+        if attempt % 2:  # some kills during startup, most mid-training
+            time.sleep(chooser.uniform(0.5, 3.0))
+        else:
+            wait_for_step_line(process)
+            time.sleep(chooser.uniform(0.0, 1.5))
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        for path in tmp_path.glob("*.pt"):
+            load_checkpoint(path)  # raises on a torn file
+        if (tmp_path / "last.pt").exists():
+            step = load_checkpoint(tmp_path / "last.pt")["step"]
+            assert step >= saved_step  # a checkpoint is never lost
+            saved_step = step
+    assert saved_step > 0
+    final = start_training(
+        tmp_path,
+        corpus_dir,
+        "train.valid_every=1",
+        "train.keep_last=2",
+        "train.log_every=1",
+        f"train.max_steps={saved_step + 2}",
+        flags=["--resume"],
+    )
+    stdout, stderr = final.communicate(timeout=120)
+    assert final.returncode == 0, stderr
+    assert f"resuming at step {saved_step}" in stderr
+    assert load_checkpoint(tmp_path / "last.pt")["step"] == saved_step + 2
+    assert not list(tmp_path.glob(".*.tmp"))  # what killed writes left was cleaned up
+
+
+def test_config_differences_name_dotted_keys_and_skip_ignored():
+    old = {"train": {"max_steps": 10, "lr": 0.1}, "model": {"encoder": {"layers": 1}}}
+    new = {"train": {"max_steps": 20, "lr": 0.2}, "model": {"encoder": {"layers": 1}}}
+    assert config_differences(old, new) == ["train.lr: 0.1 -> 0.2", "train.max_steps: 10 -> 20"]
+    assert config_differences(old, new, frozenset({"train.max_steps"})) == ["train.lr: 0.1 -> 0.2"]
+
+
+def test_trim_metrics_keeps_the_lines_of_the_checkpoint(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 1}\n{"step": 2}\n{"step": 3}\n')
+    trim_metrics(path, 2)
+    assert path.read_text() == '{"step": 1}\n{"step": 2}\n'
+
+
+def test_rng_preserved_hides_what_the_block_draws():
+    torch.manual_seed(3)
+    random_state = random.getstate()
+    with rng_preserved():
+        torch.rand(5)
+        random.random()
+    after = torch.rand(2)
+    torch.manual_seed(3)
+    assert torch.equal(after, torch.rand(2)) and random.getstate() == random_state
