@@ -213,10 +213,16 @@ def evaluate(
 
     def action() -> None:
         from nmt import scoring
-        from nmt.decode.evaluation import translate_split
+        from nmt.decode.evaluation import checkpoint_split, evaluate
+        from nmt.decode.translator import load_translator
+
+        def translate_split(path: Path) -> tuple[list[str], list[str]]:
+            translator, config = load_translator(path)
+            text = checkpoint_split(config, split, set_ or [])
+            return evaluate(translator, text).hypotheses, text.tgt
 
         if checkpoint and len(checkpoint) > 1:
-            translated = [translate_split(c, split, set_ or []) for c in checkpoint]
+            translated = [translate_split(c) for c in checkpoint]
             references = translated[0][1]
             if any(refs != references for _, refs in translated):
                 raise UserError(
@@ -232,7 +238,7 @@ def evaluate(
             )
             return
         if checkpoint:
-            hypotheses, references = translate_split(checkpoint[0], split, set_ or [])
+            hypotheses, references = translate_split(checkpoint[0])
         elif hyp is not None and ref is not None:
             from nmt.data.splits import read_lines
 

@@ -104,9 +104,12 @@ class Translator:
 
 
 def load_translator(
-    checkpoints: Path | Sequence[Path], **decode_overrides: Any
+    checkpoints: Path | Sequence[Path],
+    device: torch.device | None = None,
+    **decode_overrides: Any,
 ) -> tuple[Translator, Experiment]:
-    """One checkpoint, or several as an ensemble; the first one's decode settings, overridden.
+    """One checkpoint, or several as an ensemble, on `device` (default: the CPU); the first
+    one's decode settings, overridden.
 
     Ensemble members must share both vocabularies: every step averages their predictions
     over the same target ids, from the same source ids.
@@ -129,4 +132,4 @@ def load_translator(
     except ConfigError as error:
         raise ConfigError(f"decode.{error.path}", error.detail) from None
     model = models[0] if len(models) == 1 else Ensemble(models)
-    return Translator(model, tokenizer, decode), config
+    return Translator(model.to(device or torch.device("cpu")), tokenizer, decode), config

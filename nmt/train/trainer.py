@@ -19,14 +19,15 @@ from pathlib import Path
 
 import torch
 
-from nmt.checkpoint import checkpoint_payload, load_checkpoint, restore_model, save_checkpoint
+from nmt.checkpoint import checkpoint_payload, save_checkpoint
 from nmt.config import Experiment
 from nmt.data.batching import Batch, make_batch
 from nmt.data.corpus import Corpus
-from nmt.decode.translator import Translator
+from nmt.decode.evaluation import evaluate
+from nmt.decode.translator import Translator, load_translator
 from nmt.errors import UserError
 from nmt.model.seq2seq import Seq2Seq
-from nmt.scoring import Scores, score
+from nmt.scoring import score
 from nmt.train.distributed import Ranks
 from nmt.train.optim import build_optimizer, lr_at, reduces_on_plateau, set_lr
 from nmt.train.precision import Precision
@@ -302,16 +303,15 @@ class Trainer:
                 old.unlink(missing_ok=True)
 
     def test(self) -> dict:
-        """Scores the best checkpoint's translations of the test split (decode settings)."""
+        """Scores the best checkpoint's translations of the test split (decode settings), as
+        `nmt eval` does."""
         if self.corpus.test is None:
             return {}
-        path = self.run_dir / "best.pt"
-        model, tokenizer, config = restore_model(load_checkpoint(path), path)
-        translator = Translator(model.to(self.device), tokenizer, config.decode)
+        translator, config = load_translator(self.run_dir / "best.pt", self.device)
         with self.precision.autocast():
-            hypotheses = [t.text for t in translator.translate(self.corpus.test.src)]
+            result = evaluate(translator, self.corpus.test)
+        hypotheses, scores = result.hypotheses, result.scores
         (self.run_dir / "test.hyp").write_text("".join(h + "\n" for h in hypotheses), "utf-8")
-        scores: Scores = score(hypotheses, self.corpus.test.tgt)
         self.report.record(
             {
                 "step": self.progress.step,
