@@ -17,12 +17,14 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 test: setup
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 test-slow: setup
 	$(BIN)/python -m pytest -q -m slow
 
 lint: setup
+	$(BIN)/lint-imports
 	$(BIN)/ruff check nmt tests scripts
 	$(BIN)/ruff format --check nmt tests scripts
 
