@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from nmt.config import ConfigError, Experiment, config_from_dict, config_to_dict
+from nmt.config import ConfigError, Experiment, checkpoint_config, config_to_dict
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.model.seq2seq import Seq2Seq, build_model
@@ -126,7 +126,7 @@ def checkpoint_payload(
 def restore_model(payload: dict, path: Path) -> tuple[Seq2Seq, Tokenizer, Experiment]:
     """Rebuilds the model and tokenizer from a checkpoint alone, in eval mode."""
     try:
-        config = config_from_dict(payload["config"])
+        config = checkpoint_config(payload["config"])
     except ConfigError as error:
         raise UserError(
             f"checkpoint {path}: its config does not fit this nmt ({error}). "

@@ -10,7 +10,6 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, TextIO
 
@@ -26,11 +25,30 @@ app = typer.Typer(
     help="Train, run and score attention-based neural machine translation models.",
 )
 
-ConfigOption = Annotated[Path, typer.Option("--config", "-c", help="Experiment YAML file.")]
+# Every option names its value the way the README does (FILE, DIR, N, ...): Typer's own
+# placeholders are Python types (<path>, <list[Path]>).
+ConfigOption = Annotated[
+    Path, typer.Option("--config", "-c", metavar="FILE", help="Experiment YAML file.")
+]
 SetOption = Annotated[
     list[str] | None,
     typer.Option(
-        "--set", help="Override a config key, e.g. --set train.max_steps=500 (repeatable)."
+        "--set",
+        metavar="KEY=VALUE",
+        help="Override a config key, e.g. --set train.max_steps=500 (repeatable).",
+    ),
+]
+# The decoding options translate and eval share; unset, they come from the checkpoint.
+BatchSizeOption = Annotated[
+    int | None,
+    typer.Option(min=1, metavar="N", help="Sentences per batch (default: decode.batch_size)."),
+]
+BeamOption = Annotated[int | None, typer.Option(metavar="K", help="Beam size; 1 is greedy search.")]
+AlphaOption = Annotated[
+    float | None,
+    typer.Option(
+        metavar="A",
+        help="Length penalty exponent: rank by score / ((5 + length) / 6) ** alpha.",
     ),
 ]
 
@@ -53,7 +71,9 @@ def train(
     set_: SetOption = None,
     run_dir: Annotated[
         Path | None,
-        typer.Option(help="Where checkpoints and logs go (default: runs/<config name>)."),
+        typer.Option(
+            metavar="DIR", help="Where checkpoints and logs go (default: runs/<config name>)."
+        ),
     ] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace a run already in --run-dir.")] = False,
     resume: Annotated[
@@ -65,7 +85,10 @@ def train(
     Ctrl-C (SIGINT) or SIGTERM stops after the current step and saves last.pt; --resume goes on.
     Under torchrun, trains on every process with DistributedDataParallel.
 
-    Example: nmt train --config configs/demo.yaml --set train.max_steps=300
+    \b
+    Examples:
+      nmt train --config configs/demo.yaml --set train.max_steps=300
+      nmt train --config configs/demo.yaml --run-dir runs/demo --resume
     """
 
     def action() -> None:
@@ -96,7 +119,8 @@ def translate(
     checkpoint: Annotated[
         list[Path],
         typer.Option(
-            help="A .pt file written by nmt train; repeat it to translate with an ensemble."
+            metavar="FILE",
+            help="A .pt file written by nmt train; repeat it to translate with an ensemble.",
         ),
     ],
     input: Annotated[
@@ -104,54 +128,62 @@ def translate(
         typer.Option(
             "--input",
             "-i",
+            metavar="FILE",
             help="Source text, one sentence a line, translated in batches "
             "(default: stdin, translated line by line as it arrives).",
         ),
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Where translations go (default: stdout)."),
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="Where translations go (default: stdout)."
+        ),
     ] = None,
-    batch_size: Annotated[
-        int | None,
-        typer.Option(min=1, help="Sentences per batch (default: decode.batch_size)."),
-    ] = None,
-    beam: Annotated[int | None, typer.Option(help="Beam size; 1 is greedy search.")] = None,
-    alpha: Annotated[
-        float | None,
-        typer.Option(help="Length penalty exponent: rank by score / ((5 + length) / 6) ** alpha."),
-    ] = None,
+    batch_size: BatchSizeOption = None,
+    beam: BeamOption = None,
+    alpha: AlphaOption = None,
     nbest: Annotated[
         int | None,
-        typer.Option(help="Write N lines per input: 'INDEX ||| translation ||| score'."),
+        typer.Option(
+            metavar="N", help="Write N lines per input: 'INDEX ||| translation ||| score'."
+        ),
     ] = None,
     sample: Annotated[
         bool | None,
         typer.Option("--sample/--no-sample", help="Draw translations at random (nbest: draws)."),
     ] = None,
-    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
+    temperature: Annotated[
+        float | None, typer.Option(metavar="T", help="Sampling temperature.")
+    ] = None,
     top_k: Annotated[
         int | None,
-        typer.Option(help="Sample from the K most likely tokens (0: all)."),
+        typer.Option(metavar="K", help="Sample from the K most likely tokens (0: all)."),
     ] = None,
     top_p: Annotated[
         float | None,
-        typer.Option(help="Sample from the most likely tokens holding this probability mass."),
+        typer.Option(
+            metavar="P", help="Sample from the most likely tokens holding this probability mass."
+        ),
     ] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed of the sampling.")] = None,
+    seed: Annotated[int | None, typer.Option(metavar="S", help="Seed of the sampling.")] = None,
     alignments: Annotated[
         bool, typer.Option(help="Append ' ||| ' and word alignments 'i-j' (source-target).")
     ] = False,
     attention_plots: Annotated[
         Path | None,
-        typer.Option(help="Write an attention heatmap per input line here, DIR/INDEX.png."),
+        typer.Option(
+            metavar="DIR", help="Write an attention heatmap per input line here, DIR/INDEX.png."
+        ),
     ] = None,
 ) -> None:
     """Translate text with a checkpoint: one output line per input line, in input order.
 
     Unset options come from the checkpoint's decode section.
 
-    Example: echo "ein Hund läuft ." | nmt translate --checkpoint runs/demo/best.pt --beam 5
+    \b
+    Examples:
+      echo "ein Hund läuft ." | nmt translate --checkpoint runs/demo/best.pt --beam 5
+      nmt translate --checkpoint runs/demo/best.pt --input test.en --output test.hyp
     """
 
     def action() -> None:
@@ -161,7 +193,7 @@ def translate(
 
         _check_output_dir(output)
         batches = [read_lines(input)] if input else None
-        settings = dict(
+        settings = _given(
             batch_size=batch_size,
             beam=beam,
             alpha=alpha,
@@ -172,9 +204,7 @@ def translate(
             top_p=top_p,
             seed=seed,
         )
-        translator, _ = load_translator(
-            checkpoint, **{key: value for key, value in settings.items() if value is not None}
-        )
+        translator, _ = load_translator(checkpoint, **settings)
         with _output_stream(output) as sink:
             write_translations(
                 translator,
@@ -192,68 +222,133 @@ def evaluate(
     checkpoint: Annotated[
         list[Path] | None,
         typer.Option(
-            help="Translate the split with this checkpoint and score it; repeat to compare systems "
-            "(paired bootstrap p-values against the first)."
+            metavar="FILE",
+            help="Translate the test set with this checkpoint and score it; repeat to compare "
+            "systems (paired bootstrap p-values against the first).",
         ),
     ] = None,
     split: Annotated[
-        str, typer.Option(help="Which split to score: train, valid or test.")
-    ] = "test",
-    hyp: Annotated[Path | None, typer.Option(help="Hypothesis file to score.")] = None,
-    ref: Annotated[Path | None, typer.Option(help="Reference file for --hyp.")] = None,
-    set_: SetOption = None,
+        str | None,
+        typer.Option(
+            metavar="SPLIT",
+            help="Which split of the checkpoint's corpus to score: train, valid or test "
+            "(default: test).",
+        ),
+    ] = None,
+    src: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE", help="Source side of a test set of your own, instead of --split."
+        ),
+    ] = None,
+    hyp: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Translations made elsewhere, to score."),
+    ] = None,
+    ref: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="Reference translations of --src's or --hyp's lines."),
+    ] = None,
+    batch_size: BatchSizeOption = None,
+    beam: BeamOption = None,
+    alpha: AlphaOption = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="Amend the checkpoint's config to find --split, e.g. --set data.path=DIR "
+            "(repeatable).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Score translations with sacrebleu (BLEU, chrF and their signatures).
 
-    Examples: nmt eval --checkpoint runs/demo/best.pt --split test
-              nmt eval --checkpoint runs/a/best.pt --checkpoint runs/b/best.pt
-              nmt eval --hyp output.txt --ref reference.txt --json
+    A checkpoint translates a split of its corpus (--split, default test) or a test set of
+    your own (--src and --ref); unset decoding options come from its decode section. --hyp
+    scores translations made elsewhere.
+
+    \b
+    Examples:
+      nmt eval --checkpoint runs/demo/best.pt --split test --beam 1
+      nmt eval --checkpoint runs/demo/best.pt --src test.en --ref test.de
+      nmt eval --checkpoint runs/a/best.pt --checkpoint runs/b/best.pt
+      nmt eval --hyp output.txt --ref reference.txt --json
     """
 
     def action() -> None:
-        from nmt import scoring
-        from nmt.decode.evaluation import checkpoint_split, evaluate
-        from nmt.decode.translator import load_translator
+        from nmt.decode.evaluation import read_test_set, score_checkpoints, score_files
 
-        def translate_split(path: Path) -> tuple[list[str], list[str]]:
-            translator, config = load_translator(path)
-            text = checkpoint_split(config, split, set_ or [])
-            return evaluate(translator, text).hypotheses, text.tgt
-
-        if checkpoint and len(checkpoint) > 1:
-            translated = [translate_split(c) for c in checkpoint]
-            references = translated[0][1]
-            if any(refs != references for _, refs in translated):
-                raise UserError(
-                    "the checkpoints' configs name different corpora for the "
-                    f"{split} split; compare systems on the same references."
-                )
-            systems = [(str(c), hyps) for c, (hyps, _) in zip(checkpoint, translated, strict=True)]
-            rows, signatures = scoring.compare(systems, references)
-            typer.echo(
-                json.dumps({"systems": [asdict(r) for r in rows], "signatures": signatures})
-                if as_json
-                else scoring.format_table(rows, signatures)
-            )
-            return
-        if checkpoint:
-            hypotheses, references = translate_split(checkpoint[0])
-        elif hyp is not None and ref is not None:
-            from nmt.data.splits import read_lines
-
-            hypotheses, references = read_lines(hyp), read_lines(ref)
-            if len(hypotheses) != len(references):
-                raise UserError(
-                    f"--hyp {hyp} has {len(hypotheses)} lines but --ref {ref} has "
-                    f"{len(references)}; they must align line by line."
-                )
+        decode = _given(batch_size=batch_size, beam=beam, alpha=alpha)
+        _check_eval_options(checkpoint, split, src, hyp, ref, set_, decode)
+        if hyp is not None:
+            report = score_files(hyp, ref)
         else:
-            raise UserError("nmt eval needs --checkpoint, or both --hyp and --ref.")
-        scores = scoring.score(hypotheses, references)
-        typer.echo(json.dumps(scores.as_dict()) if as_json else scores.summary())
+            test_set = read_test_set(src, ref) if src is not None else None
+            report = score_checkpoints(checkpoint, test_set, split or "test", set_ or [], **decode)
+        typer.echo(json.dumps(report.as_dict()) if as_json else report.summary())
 
     _guarded(action)
+
+
+def _check_eval_options(
+    checkpoint: list[Path] | None,
+    split: str | None,
+    src: Path | None,
+    hyp: Path | None,
+    ref: Path | None,
+    overrides: list[str] | None,
+    decode: dict,
+) -> None:
+    """Refuses option combinations of nmt eval that are incomplete, or that it would ignore."""
+    if hyp is not None:
+        if checkpoint or src is not None:
+            raise UserError(
+                "--hyp scores translations made elsewhere; --checkpoint (with --split or "
+                "--src) makes its own. Give one or the other."
+            )
+        unused = [f"--{key.replace('_', '-')}" for key in decode]
+        if split is not None:
+            unused.append("--split")
+        if overrides:
+            unused.append("--set")
+        if unused:
+            raise UserError(
+                "--hyp scores translations made elsewhere, so nothing is decoded and no corpus "
+                f"is read: drop {' and '.join(unused)}, or score a --checkpoint instead."
+            )
+        if ref is None:
+            raise UserError("--hyp needs --ref, the reference translations to score it against.")
+        return
+    if not checkpoint:
+        raise UserError(
+            "nmt eval needs --checkpoint (with --split, or --src and --ref), or --hyp and --ref."
+        )
+    if src is None:
+        if ref is not None:
+            raise UserError(
+                "--ref needs --src (a source file for --checkpoint to translate) "
+                "or --hyp (translations to score)."
+            )
+        return
+    if ref is None:
+        raise UserError(f"--src {src} needs --ref, the reference translations of its lines.")
+    if split is not None:
+        raise UserError(
+            "--src and --ref give the test set, so --split (a split of the checkpoint's corpus) "
+            "does not apply. Give one or the other."
+        )
+    if overrides:
+        raise UserError(
+            "--src and --ref give the test set, so --set (which amends the checkpoint's config "
+            "to find --split) does not apply. Drop it."
+        )
+
+
+def _given(**settings: object) -> dict:
+    """The options given on the command line: unset ones stay the checkpoint's."""
+    return {key: value for key, value in settings.items() if value is not None}
 
 
 @contextlib.contextmanager
@@ -269,18 +364,27 @@ def _output_stream(output: Path | None) -> Iterator[TextIO]:
 def average(
     checkpoints: Annotated[
         list[Path] | None,
-        typer.Argument(help="Checkpoints to average, or with --last one run directory."),
+        # hidden: Typer would print its type, <list[Path]>; the docstring says what PATH is
+        typer.Argument(metavar="PATH", hidden=True),
     ] = None,
-    output: Annotated[Path, typer.Option("--output", "-o", help="The averaged checkpoint.")] = ...,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", metavar="FILE", help="The averaged checkpoint.")
+    ] = ...,
     last: Annotated[
         int | None,
-        typer.Option(min=1, help="Average the N newest step-*.pt of the run directory given."),
+        typer.Option(
+            min=1, metavar="N", help="Average the N newest step-*.pt of the run directory given."
+        ),
     ] = None,
 ) -> None:
     """Average the weights of checkpoints of one config into one that translates.
 
-    Examples: nmt average --output avg.pt runs/demo/step-000500.pt runs/demo/step-001000.pt
-              nmt average --output avg.pt --last 5 runs/demo
+    Each PATH is a checkpoint; with --last N, PATH is one run directory.
+
+    \b
+    Examples:
+      nmt average --output avg.pt runs/demo/step-000500.pt runs/demo/step-001000.pt
+      nmt average --output avg.pt --last 5 runs/demo
     """
 
     def action() -> None:
@@ -302,14 +406,27 @@ def average(
 
 @app.command()
 def plot(
-    run_dir: Annotated[Path, typer.Argument(help="A run directory written by nmt train.")],
+    run_dir: Annotated[
+        Path,
+        # hidden: Typer would print its type, <path>; the docstring says what RUN_DIR is
+        typer.Argument(metavar="RUN_DIR", hidden=True),
+    ],
     output: Annotated[
-        Path | None, typer.Option(help="Directory for the PNG files (default: the run directory).")
+        Path | None,
+        typer.Option(
+            metavar="DIR", help="Directory for the PNG files (default: the run directory)."
+        ),
     ] = None,
 ) -> None:
     """Plot train loss, valid loss and valid BLEU against step from RUN_DIR/metrics.jsonl.
 
-    Example: nmt plot runs/demo --output plots/
+    RUN_DIR is a run directory written by nmt train; loss.png and bleu.png go into it, or
+    into --output.
+
+    \b
+    Examples:
+      nmt plot runs/demo
+      nmt plot runs/demo --output plots/
     """
 
     def action() -> None:

@@ -2,11 +2,14 @@
 
 A typo in a config key must fail loudly rather than silently fall back to a default,
 so the builder rejects unknown keys (suggesting the closest valid one), wrong types
-and out-of-range values, always naming the dotted path of the offending key.
+and out-of-range values, always naming the dotted path of the offending key. A key that
+the rest of the config makes pointless (`heads` of a single-head attention, `min_lr` of the
+constant schedule) is an error too: every key either takes effect or is refused.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import re
@@ -28,9 +31,31 @@ class ConfigError(UserError):
         super().__init__(f"config key '{path}': {message}" if path else f"config: {message}")
 
 
+class UnusedKeyError(ConfigError):
+    """A key that the rest of the config leaves nothing to do."""
+
+
 def _require(ok: bool, key: str, message: str) -> None:
     if not ok:
         raise ConfigError(key, message)
+
+
+def _unused(config: Any, key: str, applies: bool, users: str, fix: str, section: str = "") -> None:
+    """Refuses a key that would do nothing here. "Set" means "differs from the default", not
+    "written in the YAML": checkpoints store every key of the resolved config, defaults too."""
+    spec = next(spec for spec in dataclasses.fields(config) if spec.name == key)
+    default = spec.default_factory() if spec.default is dataclasses.MISSING else spec.default
+    if not (applies or getattr(config, key) == default):
+        raise UnusedKeyError(
+            _join(section, key),
+            f"{users}, so it would do nothing here. Remove it (default {_yaml(default)}) or {fix}",
+        )
+
+
+def _yaml(value: Any) -> str:
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else str(value).lower()
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -44,9 +69,10 @@ class Splits:
 
 @dataclass(frozen=True)
 class DataConfig:
-    """Where the corpus comes from: `path` (local) wins over `hub_id`; `demo` generates one.
-
-    `hub_splits` names the hub's splits when they differ from the local file names in `splits`.
+    """Where the corpus comes from: `path` (local files) wins over `demo` (the generated
+    corpus), which wins over `hub_id`, so `--set data.path=DIR` can point any config or
+    checkpoint at local files. `hub_splits` names the hub's splits when they differ from the
+    local file names in `splits`; it and `hub_config` need `hub_id`.
     """
 
     src_lang: str = "de"
@@ -73,11 +99,17 @@ class DataConfig:
             "num_proc",
             "must be null with data.streaming: true (a stream is tokenised as it is read)",
         )
+        for key in ("hub_config", "hub_splits"):
+            users = "only a hub dataset uses it, and hub_id is null"
+            _unused(self, key, bool(self.hub_id), users, "set hub_id")
+        demo = "data.demo: true reads the built-in corpus instead of the hub"
+        _unused(self, "hub_id", not self.demo, demo, "set demo: false")
 
 
 @dataclass(frozen=True)
 class TokenizerConfig:
-    """SentencePiece: trained on the train split, or an existing joint `model` file."""
+    """SentencePiece: trained on the train split, or an existing joint `model` file (which
+    leaves nothing for `joint`, `type`, `vocab_size` and `character_coverage` to do)."""
 
     model: str | None = None
     joint: bool = True
@@ -88,12 +120,24 @@ class TokenizerConfig:
     def __post_init__(self) -> None:
         _require(self.vocab_size >= 16, "vocab_size", f"must be at least 16, got {self.vocab_size}")
         _require(0 < self.character_coverage <= 1, "character_coverage", "must be in (0, 1]")
+        for key in ("joint", "type", "vocab_size", "character_coverage"):
+            users = "only training SentencePiece uses it, not a given tokenizer.model"
+            _unused(self, key, self.model is None, users, "set model: null")
 
 
 @dataclass(frozen=True)
 class EncoderConfig:
-    """`layers`: RNN layers for birnn; self-attention layers for the two self-attention types
-    (birnn_self_attention has one BiRNN layer under them). `heads`, `ff_dim`: self-attention."""
+    """The source side. `emb_dim` and `dropout` apply to every type; the rest depends on it:
+
+    | type                 | `layers` counts                      | also reads                     |
+    |----------------------|--------------------------------------|--------------------------------|
+    | birnn                | BiRNN layers                         | rnn, hidden_dim                |
+    | self_attention       | self-attention layers                | heads, ff_dim                  |
+    | birnn_self_attention | self-attention layers on one BiRNN   | rnn, hidden_dim, heads, ff_dim |
+
+    `hidden_dim` is per direction, so a BiRNN's annotations have 2 * hidden_dim features;
+    without one they have emb_dim (`output_dim`).
+    """
 
     type: Literal["birnn", "self_attention", "birnn_self_attention"] = "birnn"
     rnn: Literal["gru", "lstm"] = "gru"
@@ -107,7 +151,14 @@ class EncoderConfig:
     def __post_init__(self) -> None:
         _positive(self, "emb_dim", "hidden_dim", "layers", "heads", "ff_dim")
         _probability(self, "dropout")
-        if self.type != "birnn":
+        recurrent, attending = self.type != "self_attention", self.type != "birnn"
+        for key in ("rnn", "hidden_dim"):
+            users = f"only types birnn and birnn_self_attention use it, not {self.type!r}"
+            _unused(self, key, recurrent, users, "change the type")
+        for key in ("heads", "ff_dim"):
+            users = f"only types self_attention and birnn_self_attention use it, not {self.type!r}"
+            _unused(self, key, attending, users, "change the type")
+        if attending:
             _require(
                 self.output_dim % self.heads == 0,
                 "heads",
@@ -116,15 +167,17 @@ class EncoderConfig:
 
     @property
     def output_dim(self) -> int:
-        """Size of the annotations h_j."""
+        """Size of the annotations h_j; the encoder is built to this size."""
         return self.emb_dim if self.type == "self_attention" else 2 * self.hidden_dim
 
 
 @dataclass(frozen=True)
 class AttentionConfig:
-    """Decoder attention. `attn_dim`: hidden size of the additive scorer, or the multi-head size
-    (split over `heads`). `kv`: keys and values both the encoder states (shared) or distinct
-    learned projections of them (separate). `window`: local-p attention width D (null: global).
+    """Decoder attention. `attn_dim`: hidden size of the additive scorer, the multi-head size
+    (split over `heads`), and of the local window's position predictor. `scaled`: divide dot
+    and general scores by sqrt(d) (multihead always is, additive never). `kv`: keys and values
+    both the encoder states (shared) or distinct learned projections of them (separate).
+    `dropout`: on the attention weights. `window`: local-p attention width D (null: global).
     """
 
     type: Literal["additive", "dot", "general", "multihead"] = "additive"
@@ -139,7 +192,14 @@ class AttentionConfig:
         _positive(self, "attn_dim", "heads")
         _probability(self, "dropout")
         _require(self.window is None or self.window > 0, "window", "must be positive or null")
-        if self.type == "multihead":
+        multihead, dot = self.type == "multihead", self.type in ("dot", "general")
+        users = f"only type multihead uses it, not {self.type!r}"
+        _unused(self, "heads", multihead, users, "set type: multihead")
+        users = f"only types dot and general use it (multihead is always scaled), not {self.type!r}"
+        _unused(self, "scaled", dot, users, "set type: dot or general")
+        users = f"only types additive and multihead, or a window, use it, not {self.type!r} alone"
+        _unused(self, "attn_dim", not dot or self.window is not None, users, "set a window")
+        if multihead:
             _require(
                 self.attn_dim % self.heads == 0,
                 "heads",
@@ -226,17 +286,28 @@ class TrainConfig:
         )
 
     def _check_schedule_and_checkpoints(self) -> None:
+        """The schedule keys (lr_at in nmt/train/optim.py): warmup_steps applies to every
+        schedule, min_lr to all but constant, plateau_* only to plateau."""
         _positive(self, "plateau_patience", "accum_steps")
         _require(self.warmup_steps >= 0, "warmup_steps", "must be >= 0 (0: no warmup)")
         _require(0 <= self.min_lr <= self.lr, "min_lr", f"must be in [0, lr={self.lr}]")
         _require(0 < self.plateau_factor < 1, "plateau_factor", "must be in (0, 1)")
+        users = f"only schedules plateau, inverse_sqrt and cosine use it, not {self.schedule!r}"
+        _unused(self, "min_lr", self.schedule != "constant", users, "choose one of them")
+        for key in ("plateau_factor", "plateau_patience"):
+            users = f"only schedule plateau uses it, not {self.schedule!r}"
+            _unused(self, key, self.schedule == "plateau", users, "set schedule: plateau")
         _require(self.patience is None or self.patience > 0, "patience", "must be > 0 or null")
         _require(self.keep_last >= 0, "keep_last", "must be >= 0 (0: no step checkpoints)")
 
 
 @dataclass(frozen=True)
 class DecodeConfig:
-    """Defaults of `nmt translate` and `nmt eval`; validation during training is greedy."""
+    """Defaults of `nmt translate` and `nmt eval`; validation during training is greedy.
+
+    Keys of a mode these settings do not select (temperature under sample: false, alpha under
+    beam: 1) are not refused: a command-line option (`--sample`, `--beam`) selects that mode.
+    """
 
     batch_size: int = 64
     max_len_ratio: float = 2.0
@@ -278,6 +349,12 @@ class Experiment:
     train: TrainConfig = field(default_factory=TrainConfig)
     decode: DecodeConfig = field(default_factory=DecodeConfig)
 
+    def __post_init__(self) -> None:
+        data, tokenizer = self.data, self.tokenizer
+        users = "only training SentencePiece and writing the demo corpus use it, and neither runs"
+        used = tokenizer.model is None or (data.demo and not data.path)
+        _unused(data, "cache_dir", used, users, "set tokenizer.model: null", section="data")
+
 
 def _positive(config: Any, *names: str) -> None:
     for name in names:
@@ -305,7 +382,7 @@ def build(cls: type, raw: Any, path: str = "") -> Any:
     try:
         return cls(**values)
     except ConfigError as error:
-        raise ConfigError(_join(path, error.path), error.detail) from None
+        raise type(error)(_join(path, error.path), error.detail) from None
 
 
 def _convert(hint: Any, value: Any, path: str) -> Any:
@@ -421,6 +498,21 @@ def config_to_dict(config: Experiment) -> dict:
 
 def config_from_dict(raw: dict) -> Experiment:
     return build(Experiment, raw)
+
+
+def checkpoint_config(raw: dict) -> Experiment:
+    """The config stored in a checkpoint. Checkpoints written before pointless keys were
+    refused may hold some; they never took effect, so they are put back to their defaults."""
+    raw = copy.deepcopy(raw)
+    while True:
+        try:
+            return build(Experiment, raw)
+        except UnusedKeyError as error:
+            *sections, key = error.path.split(".")
+            node = raw
+            for section in sections:
+                node = node[section]
+            del node[key]
 
 
 def config_differences(old: dict, new: dict, ignore: frozenset[str] = frozenset()) -> list[str]:

@@ -125,7 +125,7 @@ def main() -> None:
         tokenizer = corpus.tokenizer
         model = build_model(config.model, tokenizer.src, tokenizer.tgt)
         trainer = Trainer(config, Path(run_dir), corpus, model)
-        batches = trainer._batches()
+        batches = trainer.batches()
         for _ in range(args.warmup):
             trainer.train_step([next(batches)])
         timed = [next(batches) for _ in range(args.steps)]

@@ -74,17 +74,38 @@ TINY_OVERRIDES = [
 ]
 
 
+DEMO_CONFIG = ROOT / "configs" / "demo.yaml"
+
+
+def tiny_overrides(corpus: Path | str, *extra: str) -> list[str]:
+    """Overrides of DEMO_CONFIG for a tiny model trained on the {split}.{en,de} files in
+    `corpus`, then `extra` (a later override of the same key wins)."""
+    return [f"data.path={corpus}", "data.demo=false", *TINY_OVERRIDES, *extra]
+
+
+def tiny_experiment(corpus: Path | str, *extra: str) -> Experiment:
+    return load_config(DEMO_CONFIG, tiny_overrides(corpus, *extra))
+
+
+def set_options(*overrides: str) -> list[str]:
+    """Overrides as command-line options: "a=1", "b=2" -> --set a=1 --set b=2."""
+    return [option for override in overrides for option in ("--set", override)]
+
+
+def tiny_train_args(run_dir: Path, corpus: Path | str, *extra: str) -> list[str]:
+    """The arguments of `nmt train` for the tiny experiment on `corpus`, run in `run_dir`."""
+    args = ["train", "--config", DEMO_CONFIG, "--run-dir", run_dir]
+    return [*map(str, args), *set_options(*tiny_overrides(corpus, *extra))]
+
+
 @pytest.fixture
 def tiny_config(corpus_dir) -> Experiment:
-    return load_config(
-        ROOT / "configs" / "demo.yaml",
-        [f"data.path={corpus_dir}", "data.demo=false", *TINY_OVERRIDES],
-    )
+    return tiny_experiment(corpus_dir)
 
 
 @pytest.fixture(scope="session")
 def tokenizer(corpus_dir, tmp_path_factory) -> Tokenizer:
-    config = load_config(ROOT / "configs" / "demo.yaml", TINY_OVERRIDES).tokenizer
+    config = load_config(DEMO_CONFIG, TINY_OVERRIDES).tokenizer
     src = (corpus_dir / "train.en").read_text("utf-8").splitlines()
     tgt = (corpus_dir / "train.de").read_text("utf-8").splitlines()
     return build_tokenizer(config, src, tgt, tmp_path_factory.mktemp("spm"))

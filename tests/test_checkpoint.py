@@ -1,9 +1,11 @@
-import io
+import signal
+import subprocess
+import sys
 
 import pytest
 import torch
 
-from conftest import tiny_model, write_code_running_checkpoint
+from conftest import write_code_running_checkpoint
 from nmt.checkpoint import (
     FORMAT_VERSION,
     checkpoint_payload,
@@ -76,28 +78,55 @@ def test_weights_not_matching_config(saved, tiny_config):
         restore_model(payload, path)
 
 
-def test_model_helper_has_all_parameters(tiny_config):
-    assert sum(p.numel() for p in tiny_model(tiny_config).parameters()) > 0
+# Runs in its own process, which dies by SIGKILL halfway through writing the temporary file:
+# no except or finally clause runs, as with kill -9 or a power cut in the middle of the write.
+TORN_WRITER = """
+import os, signal, sys, tempfile
+
+import torch
+
+from nmt.checkpoint import save_checkpoint
+
+open_temporary = tempfile.NamedTemporaryFile
 
 
-def test_a_crash_mid_write_leaves_the_previous_checkpoint_intact(saved, monkeypatch):
+def temporary_that_dies_midway(*args, **kwargs):
+    handle = open_temporary(*args, **kwargs)
+
+    def write_half_then_die(data):
+        data = memoryview(data).cast("B")
+        handle.file.write(data[: len(data) // 2])
+        handle.file.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    handle.write = write_half_then_die
+    return handle
+
+
+tempfile.NamedTemporaryFile = temporary_that_dies_midway
+weights = {"weight": torch.ones(512, 1024)}
+save_checkpoint(sys.argv[1], {"config": {}, "tokenizer": {}, "model": weights, "step": 8})
+"""
+
+
+def test_a_write_killed_midway_leaves_the_previous_checkpoint_intact(saved):
     path, model = saved
     before = path.read_bytes()
-    real_save = torch.save
-
-    def crash_halfway(obj, handle):
-        buffer = io.BytesIO()
-        real_save(obj, buffer)
-        handle.write(buffer.getvalue()[: len(buffer.getvalue()) // 2])
-        handle.flush()
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(torch, "save", crash_halfway)
-    with pytest.raises((OSError, UserError), match="No space"):  # UserError once harden wraps it
-        save_checkpoint(path, {"model": model.state_dict(), "step": 8})
+    writer = subprocess.run(
+        [sys.executable, "-c", TORN_WRITER, str(path)], capture_output=True, text=True
+    )
+    assert writer.returncode == -signal.SIGKILL, writer.stderr  # it died inside the write
     assert path.read_bytes() == before
-    assert [p.name for p in path.parent.iterdir()] == ["model.pt"]  # no temporary left
-    assert load_checkpoint(path)["step"] == 7
+    payload = load_checkpoint(path)
+    assert payload["step"] == 7
+    assert payload["model"].keys() == model.state_dict().keys()
+    assert all(torch.equal(payload["model"][k], v) for k, v in model.state_dict().items())
+    (leftover,) = [p for p in path.parent.iterdir() if p != path]
+    assert leftover.stat().st_size > 0
+    with pytest.raises(UserError, match="truncated or corrupt"):  # the write really was torn
+        load_checkpoint(leftover)
+    remove_temporaries(path.parent)
+    assert [p.name for p in path.parent.iterdir()] == ["model.pt"]
 
 
 def test_leftovers_of_killed_writes_are_removed(saved):
@@ -105,3 +134,17 @@ def test_leftovers_of_killed_writes_are_removed(saved):
     (path.parent / ".last.pt.x1y2.tmp").write_bytes(b"half")
     remove_temporaries(path.parent)
     assert [p.name for p in path.parent.iterdir()] == ["model.pt"]
+
+
+def test_a_key_that_never_took_effect_is_reset_on_load(saved):
+    """Checkpoints written before pointless keys were refused may hold one: it loads, at its
+    default, since it never did anything."""
+    path, model = saved
+    payload = load_checkpoint(path)
+    assert payload["config"]["model"]["attention"]["type"] == "additive"
+    payload["config"]["model"]["attention"]["heads"] = 8  # only multihead reads it
+    payload["config"]["train"]["plateau_factor"] = 0.3  # only schedule: plateau reads it
+    restored, _, config = restore_model(payload, path)
+    assert config.model.attention.heads == 4 and config.train.plateau_factor == 0.5
+    for name, tensor in model.state_dict().items():
+        assert torch.equal(restored.state_dict()[name], tensor)

@@ -1,25 +1,40 @@
 """The real entry point, end to end: train on a small corpus, translate, evaluate."""
 
 import json
+import re
 import time
 
 import pytest
+import torch
+from typer.testing import CliRunner
 
-from conftest import ROOT, TINY_OVERRIDES, nmt
+from conftest import ROOT, nmt, tiny_train_args
+from nmt.checkpoint import load_checkpoint
+from nmt.cli import app
+
+
+def cli(*args):
+    """The `nmt` command in this process: faster than `nmt()` where many calls decode."""
+    return CliRunner().invoke(app, [str(arg) for arg in args])
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny models decode faster on one thread than on two competing ones (train.threads=1
+    says the same for training); on a busy machine, ten times faster. OMP_NUM_THREADS does
+    it for the commands `nmt()` runs in a fresh process."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OMP_NUM_THREADS", "1")
+        yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory, corpus_dir):
     run = tmp_path_factory.mktemp("run")
-    overrides = [f"data.path={corpus_dir}", "data.demo=false", *TINY_OVERRIDES]
-    result = nmt(
-        "train",
-        "--config",
-        ROOT / "configs/demo.yaml",
-        "--run-dir",
-        run,
-        *[arg for o in overrides for arg in ("--set", o)],
-    )
+    result = nmt(*tiny_train_args(run, corpus_dir))
     assert result.returncode == 0, result.stderr
     assert "test BLEU" in result.stdout
     return run
@@ -91,14 +106,26 @@ def test_help_is_fast_and_shows_examples():
         assert "Example" in nmt(command, "--help").stdout
 
 
+# Keys a variant does not read go back to their defaults (the tiny config sets attn_dim and
+# the encoder's hidden_dim): a key that would do nothing is a config error.
 @pytest.mark.parametrize(
     "model",
     [
-        ["model.attention.type=dot", "model.attention.kv=separate", "model.attention.scaled=true"],
+        [
+            "model.attention.type=dot",
+            "model.attention.kv=separate",
+            "model.attention.scaled=true",
+            "model.attention.attn_dim=512",
+        ],
         ["model.attention.type=general", "model.attention.window=3"],
         ["model.attention.type=multihead", "model.attention.heads=2", "model.attention.kv=shared"],
         ["model.attention.kv=separate"],
-        ["model.encoder.type=self_attention", "model.encoder.heads=2", "model.encoder.ff_dim=32"],
+        [
+            "model.encoder.type=self_attention",
+            "model.encoder.heads=2",
+            "model.encoder.ff_dim=32",
+            "model.encoder.hidden_dim=256",
+        ],
         [
             "model.encoder.type=birnn_self_attention",
             "model.encoder.heads=2",
@@ -108,39 +135,60 @@ def test_help_is_fast_and_shows_examples():
     ids=["dot", "general-local", "multihead", "keyvalue", "selfattn", "birnn-selfattn"],
 )
 def test_each_variant_trains_through_the_cli(tmp_path, corpus_dir, model):
-    from typer.testing import CliRunner
-
-    from nmt.cli import app
-
-    overrides = [
-        f"data.path={corpus_dir}",
-        "data.demo=false",
-        *TINY_OVERRIDES,
-        "train.max_steps=3",
-        *model,
-    ]
-    result = CliRunner().invoke(
-        app,
-        [
-            "train",
-            "--config",
-            str(ROOT / "configs/demo.yaml"),
-            "--run-dir",
-            str(tmp_path),
-            *[a for o in overrides for a in ("--set", o)],
-        ],
-    )
+    result = cli(*tiny_train_args(tmp_path, corpus_dir, "train.max_steps=3", *model))
     assert result.exit_code == 0, result.output
     assert (tmp_path / "best.pt").is_file()
 
 
 def test_eval_compares_checkpoints_with_bootstrap_p_values(run_dir):
     best = run_dir / "best.pt"
-    result = nmt("eval", "--checkpoint", best, "--checkpoint", run_dir / "last.pt", "--json")
-    assert result.returncode == 0, result.stderr
+    result = cli("eval", "--checkpoint", best, "--checkpoint", run_dir / "last.pt", "--json")
+    assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     first, second = report["systems"]
     assert first["bleu_p"] is None and 0 <= second["bleu_p"] <= 1
     assert "bs:1000" in report["signatures"]["BLEU"]
-    table = nmt("eval", "--checkpoint", best, "--checkpoint", best)
+    table = cli("eval", "--checkpoint", best, "--checkpoint", best)
     assert "p(BLEU)" in table.stdout and str(best) in table.stdout
+
+
+def test_eval_beam_1_scores_greedy_translations(run_dir, corpus_dir, tmp_path):
+    best, greedy = run_dir / "best.pt", tmp_path / "greedy.hyp"
+    args = ["--checkpoint", best, "--input", corpus_dir / "test.en", "--output", greedy]
+    assert cli("translate", *args, "--beam", 1).exit_code == 0
+    scored = cli("eval", "--hyp", greedy, "--ref", corpus_dir / "test.de", "--json")
+    evaluated = cli("eval", "--checkpoint", best, "--beam", 1, "--batch-size", 3, "--json")
+    assert evaluated.exit_code == 0, evaluated.output
+    assert json.loads(evaluated.stdout) == json.loads(scored.stdout)
+
+
+@pytest.mark.parametrize("systems", [1, 2], ids=["one checkpoint", "two checkpoints"])
+def test_eval_on_own_files_equals_eval_on_the_same_split(run_dir, corpus_dir, systems):
+    checkpoints = ["--checkpoint", run_dir / "best.pt", "--checkpoint", run_dir / "last.pt"]
+    checkpoints = checkpoints[: 2 * systems]
+    own = ["--src", corpus_dir / "test.en", "--ref", corpus_dir / "test.de"]
+    from_files = cli("eval", *checkpoints, *own, "--beam", 2, "--json")
+    from_split = cli("eval", *checkpoints, "--split", "test", "--beam", 2, "--json")
+    assert from_files.exit_code == 0, from_files.output
+    assert json.loads(from_files.stdout) == json.loads(from_split.stdout)
+
+
+@pytest.mark.parametrize(
+    "command", [c.name or c.callback.__name__ for c in app.registered_commands]
+)
+def test_help_prints_examples_line_by_line_and_plain_placeholders(command):
+    text = cli(command, "--help").stdout
+    examples = text.split("Examples:\n")[1].split("\n\n")[0].splitlines()
+    assert len(examples) >= 2 and f"nmt {command} " in examples[0], text
+    assert all(line.count(f"nmt {command} ") <= 1 for line in examples), text  # not run together
+    assert not re.search(r"<(list\[|path|int|float|str|text)", text), text
+
+
+def test_eval_beam_1_works_whatever_nbest_the_checkpoint_asks_for(run_dir, tmp_path):
+    payload = load_checkpoint(run_dir / "best.pt")
+    payload["config"]["decode"].update(beam=3, nbest=3)  # eval scores only the best anyway
+    torch.save(payload, tmp_path / "nbest.pt")
+    plain = cli("eval", "--checkpoint", run_dir / "best.pt", "--beam", 1, "--json")
+    nbest = cli("eval", "--checkpoint", tmp_path / "nbest.pt", "--beam", 1, "--json")
+    assert nbest.exit_code == 0, nbest.output
+    assert json.loads(nbest.stdout) == json.loads(plain.stdout)

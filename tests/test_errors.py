@@ -18,16 +18,21 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from conftest import ROOT, TINY_OVERRIDES, nmt, write_code_running_checkpoint
+from conftest import (
+    DEMO_CONFIG,
+    nmt,
+    tiny_experiment,
+    tiny_train_args,
+    write_code_running_checkpoint,
+)
 from nmt.checkpoint import FORMAT_VERSION, load_checkpoint, save_checkpoint
 from nmt.cli import app
-from nmt.config import DataConfig, load_config
+from nmt.config import DataConfig
 from nmt.data.splits import load_split
 from nmt.errors import UserError
 from nmt.train.experiment import train_experiment
 
-DEMO = ROOT / "configs" / "demo.yaml"
-FAST = ["train.threads=1", "data.demo=false", "data.splits.test=null"]
+FAST = ["data.splits.test=null"]
 
 
 def cli(*args, input: str | bytes | None = None):
@@ -35,19 +40,8 @@ def cli(*args, input: str | bytes | None = None):
     return CliRunner().invoke(app, [str(arg) for arg in args], input=input)
 
 
-def sets(*overrides: str) -> list[str]:
-    return [arg for override in overrides for arg in ("--set", override)]
-
-
 def train_on(corpus, run_dir, *overrides: str):
-    return cli(
-        "train",
-        "--config",
-        DEMO,
-        "--run-dir",
-        run_dir,
-        *sets(f"data.path={corpus}", *TINY_OVERRIDES, *FAST, *overrides),
-    )
+    return cli(*tiny_train_args(run_dir, corpus, *FAST, *overrides))
 
 
 def refused(result, *names) -> str:
@@ -65,8 +59,7 @@ def run(tmp_path_factory, corpus_dir):
     """One tiny trained run (6 steps, checkpoints at steps 3 and 6) shared by this module."""
     run_dir = tmp_path_factory.mktemp("run")
     cache = tmp_path_factory.getbasetemp() / "cache"
-    overrides = [f"data.path={corpus_dir}", f"data.cache_dir={cache}", *TINY_OVERRIDES, *FAST]
-    train_experiment(load_config(DEMO, overrides), run_dir)
+    train_experiment(tiny_experiment(corpus_dir, f"data.cache_dir={cache}", *FAST), run_dir)
     return run_dir
 
 
@@ -76,70 +69,13 @@ def corpus(tmp_path, corpus_dir):
     return shutil.copytree(corpus_dir, tmp_path / "corpus")
 
 
-# Config
-
-
-def write_config(tmp_path, text: str):
-    path = tmp_path / "bad.yaml"
-    path.write_text(text)
-    return path
-
-
-def test_invalid_yaml_names_file_line_and_column(tmp_path):
-    path = write_config(tmp_path, "train:\n  max_steps: 1: 2\n")
-    refused(cli("train", "--config", path), path, "line 2, column 15")
-
-
-def test_misspelt_key_names_dotted_path_and_closest_key(tmp_path):
-    path = write_config(tmp_path, "model:\n  attention:\n    attn_dimm: 3\n")
-    refused(cli("train", "--config", path), "model.attention.attn_dimm", "Did you mean 'attn_dim'")
-
-
-def test_wrong_type_names_key_and_types():
-    result = cli("train", "--config", DEMO, *sets("train.max_steps=many"))
-    refused(result, "train.max_steps", "expected int, got str 'many'")
-
-
-@pytest.mark.parametrize(
-    "override, key",
-    [
-        ("model.decoder.hidden_dim=-4", "model.decoder.hidden_dim"),
-        ("model.encoder.dropout=1.0", "model.encoder.dropout"),
-        ("train.max_bad_steps=0", "train.max_bad_steps"),
-        ("decode.max_src_len=0", "decode.max_src_len"),
-    ],
-)
-def test_value_out_of_range_names_key(override, key):
-    refused(cli("train", "--config", DEMO, *sets(override)), key, "must be")
-
-
-def test_bad_choice_lists_the_choices():
-    result = cli("train", "--config", DEMO, *sets("model.decoder.output=maxuot"))
-    refused(result, "model.decoder.output", "'maxout', 'tanh'", "Did you mean 'maxout'")
+# Corpus
 
 
 def test_missing_data_path_is_named_and_nothing_is_written(tmp_path):
     result = train_on(tmp_path / "nowhere", tmp_path / "run")
     refused(result, "data.path", tmp_path / "nowhere", "does not exist")
     assert not (tmp_path / "run").exists()
-
-
-@pytest.mark.parametrize("pair", ["train.max_steps", "=3", "train..lr=1"])
-def test_malformed_set_pair(pair):
-    refused(cli("train", "--config", DEMO, "--set", pair), "--set expects KEY=VALUE", pair)
-
-
-def test_yaml_alias_bomb_is_rejected_quickly(tmp_path):
-    """Nine levels of nine aliases: 9**9 items if expanded; the message must not expand them."""
-    value = "[lol, lol, lol, lol, lol, lol, lol, lol, lol]"
-    for level in range(8):
-        value = f"[&a{level} {value}" + f", *a{level}" * 8 + "]"
-    path = write_config(tmp_path, f"train:\n  max_steps: {value}\n")
-    message = refused(cli("train", "--config", path), "train.max_steps", "a list of 9 items")
-    assert len(message) < 300
-
-
-# Corpus
 
 
 def test_line_counts_that_differ_name_both_files(corpus, tmp_path):
@@ -269,6 +205,49 @@ def test_newer_checkpoint_format_is_refused(run, tmp_path, command):
     refused(result, path, f"format version {FORMAT_VERSION + 1}", "Upgrade nmt")
 
 
+# Evaluate
+
+
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        (["--hyp", "h", "--ref", "r", "--beam", "1"], ["--hyp", "nothing is decoded", "--beam"]),
+        (["--hyp", "h", "--ref", "r", "--split", "test"], ["--hyp", "drop --split"]),
+        (["--hyp", "h", "--src", "s", "--ref", "r"], ["--hyp", "--checkpoint", "one or the other"]),
+        (["--hyp", "h"], ["--hyp needs --ref"]),
+        (["--checkpoint", "m.pt", "--src", "s"], ["--src s needs --ref"]),
+        (["--checkpoint", "m.pt", "--ref", "r"], ["--ref needs --src", "or --hyp"]),
+        (["--checkpoint", "m.pt", "--src", "s", "--ref", "r", "--split", "test"], ["--split"]),
+        (["--checkpoint", "m.pt", "--src", "s", "--ref", "r", "--set", "data.path=d"], ["--set"]),
+        (["--src", "s", "--ref", "r"], ["needs --checkpoint"]),
+        ([], ["needs --checkpoint", "--hyp and --ref"]),
+    ],
+    ids=[
+        "hyp with beam",
+        "hyp with split",
+        "hyp with src",
+        "hyp without ref",
+        "src without ref",
+        "ref without src",
+        "src with split",
+        "src with set",
+        "src without checkpoint",
+        "nothing",
+    ],
+)
+def test_eval_options_that_do_not_go_together(args, names):
+    refused(cli("eval", *args), *names)
+
+
+def test_eval_test_set_of_own_files_must_align(run, corpus):
+    src, ref = corpus / "test.en", corpus / "test.de"
+    ref.write_text("".join(ref.read_text().splitlines(keepends=True)[:-1]))
+    result = cli("eval", "--checkpoint", run / "best.pt", "--src", src, "--ref", ref)
+    refused(result, f"--src {src} has 40 lines", f"--ref {ref} has 39", "line by line")
+    missing = cli("eval", "--checkpoint", run / "best.pt", "--src", corpus / "no.en", "--ref", ref)
+    refused(missing, corpus / "no.en", "cannot read")
+
+
 # Translate
 
 
@@ -383,7 +362,7 @@ def test_read_only_run_dir_keeps_the_previous_checkpoint(run, monkeypatch, tmp_p
 
 def test_run_dir_holding_another_run_is_refused(run):
     before = {p.name: p.read_bytes() for p in run.iterdir()}
-    result = cli("train", "--config", DEMO, "--run-dir", run)
+    result = cli("train", "--config", DEMO_CONFIG, "--run-dir", run)
     refused(result, run, "already holds a run", "last.pt", "--overwrite")
     assert {p.name: p.read_bytes() for p in run.iterdir()} == before
 
@@ -397,15 +376,7 @@ def test_unwritable_run_dir_is_named(corpus_dir, tmp_path):
 def test_overwrite_with_a_bad_corpus_keeps_the_old_run(run, corpus, tmp_path):
     before = {p.name: p.read_bytes() for p in run.iterdir()}
     (corpus / "train.de").write_text("ein Hund\n")
-    result = cli(
-        "train",
-        "--config",
-        DEMO,
-        "--run-dir",
-        run,
-        "--overwrite",
-        *sets(f"data.path={corpus}", *TINY_OVERRIDES, *FAST),
-    )
+    result = cli(*tiny_train_args(run, corpus, *FAST), "--overwrite")
     refused(result, corpus / "train.de", "has 1.")
     assert {p.name: p.read_bytes() for p in run.iterdir()} == before
 

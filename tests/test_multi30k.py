@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import MULTI30K, ROOT
+from conftest import MULTI30K, ROOT, set_options
 
 pytestmark = [
     pytest.mark.slow,
@@ -32,7 +32,7 @@ def test_rnnsearch_learns_multi30k(tmp_path):
             str(ROOT / "configs/multi30k_de_en_rnnsearch.yaml"),
             "--run-dir",
             str(tmp_path),
-            *[a for o in overrides for a in ("--set", o)],
+            *set_options(*overrides),
         ],
     )
     assert result.exit_code == 0, result.output

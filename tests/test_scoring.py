@@ -1,5 +1,4 @@
 import json
-import shutil
 import subprocess
 import sys
 
@@ -23,7 +22,6 @@ def test_scores_equal_the_sacrebleu_command(tmp_path):
         "bleu",
         "chrf",
     ]
-    assert shutil.which(sys.executable)
     reference = json.loads(
         subprocess.run(command, capture_output=True, text=True, check=True).stdout
     )

@@ -9,9 +9,9 @@ import sys
 import pytest
 import torch
 
-from conftest import ROOT, TINY_OVERRIDES
+from conftest import tiny_experiment
 from nmt.checkpoint import checkpoint_payload, save_checkpoint
-from nmt.config import ConfigError, load_config
+from nmt.config import ConfigError
 from nmt.data.tokenizer import Tokenizer, build_tokenizer
 from nmt.decode.translator import load_translator
 from nmt.errors import UserError
@@ -30,8 +30,7 @@ def write_checkpoint(path, config, tokenizer, seed=0):
 
 @pytest.fixture(scope="module")
 def config(corpus_dir):
-    overrides = [f"data.path={corpus_dir}", "data.demo=false", *TINY_OVERRIDES]
-    return load_config(ROOT / "configs/demo.yaml", overrides)
+    return tiny_experiment(corpus_dir)
 
 
 @pytest.fixture(scope="module")

@@ -3,19 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
 
 from nmt.config import Experiment, apply_override, config_from_dict, config_to_dict, parse_override
-from nmt.data.splits import ROLES, ParallelText, load_split
-from nmt.decode.translator import Translator
+from nmt.data.splits import ROLES, ParallelText, load_split, read_lines
+from nmt.decode.translator import Translator, load_translator
 from nmt.errors import UserError
-from nmt.scoring import Scores, score
+from nmt.scoring import Scores, SystemRow, compare, format_table, score
 
 
 @dataclass
 class Evaluation:
     hypotheses: list[str]  # one detokenized translation per source line
     scores: Scores
+
+
+@dataclass
+class Comparison:
+    """Systems scored on one test set, each after the first tested against it."""
+
+    rows: list[SystemRow]
+    signatures: dict[str, str]  # metric name -> sacrebleu signature
+
+    def as_dict(self) -> dict:
+        return {"systems": [asdict(row) for row in self.rows], "signatures": self.signatures}
+
+    def summary(self) -> str:
+        return format_table(self.rows, self.signatures)
 
 
 def evaluate(translator: Translator, text: ParallelText) -> Evaluation:
@@ -40,3 +56,60 @@ def checkpoint_split(config: Experiment, split: str, overrides: Sequence[str] = 
     if getattr(config.data.splits, split) is None:
         raise UserError(f"the checkpoint's config names no {split} split (data.splits.{split}).")
     return load_split(config.data, split)
+
+
+def read_test_set(src: Path, ref: Path) -> ParallelText:
+    """A test set of one's own: source sentences and their reference translations, one a line."""
+    sources, references = _aligned("--src", src, ref)
+    return ParallelText(sources, references, f"{src} / {ref.name}")
+
+
+def score_files(hyp: Path, ref: Path) -> Scores:
+    """Scores translations made elsewhere against their references, line by line."""
+    return score(*_aligned("--hyp", hyp, ref))
+
+
+def _aligned(option: str, path: Path, ref: Path) -> tuple[list[str], list[str]]:
+    lines, references = read_lines(path), read_lines(ref)
+    if len(lines) != len(references):
+        raise UserError(
+            f"{option} {path} has {len(lines)} lines but --ref {ref} has {len(references)}; "
+            "they must align line by line."
+        )
+    return lines, references
+
+
+def score_checkpoints(
+    checkpoints: Sequence[Path],
+    test_set: ParallelText | None = None,
+    split: str = "test",
+    overrides: Sequence[str] = (),
+    **decode_overrides: Any,
+) -> Scores | Comparison:
+    """Translates a test set with each checkpoint in turn and scores the translations.
+
+    The test set is `test_set` if given, else the `split` of each checkpoint's own corpus
+    (see checkpoint_split; `overrides` amend its config). `decode_overrides` (beam=1, ...)
+    replace each checkpoint's decode settings. One checkpoint gives its Scores; several give
+    a Comparison, with sacrebleu's paired bootstrap p-values against the first.
+    """
+    if not checkpoints:
+        raise UserError("no checkpoint to score.")
+    # Only the best translation is scored: an n-best list would cost time, and with nbest
+    # above the beam size the checkpoint's decode section would refuse e.g. beam=1.
+    decode_overrides = {"nbest": 1, **decode_overrides}
+    evaluations, references = [], None
+    for path in checkpoints:
+        translator, config = load_translator(path, **decode_overrides)
+        text = test_set if test_set is not None else checkpoint_split(config, split, overrides)
+        if references is not None and text.tgt != references:
+            raise UserError(
+                "the checkpoints' configs name different corpora for the "
+                f"{split} split; compare systems on the same references."
+            )
+        references = text.tgt
+        evaluations.append(evaluate(translator, text))
+    if len(evaluations) == 1:
+        return evaluations[0].scores
+    systems = [(str(path), e.hypotheses) for path, e in zip(checkpoints, evaluations, strict=True)]
+    return Comparison(*compare(systems, references))

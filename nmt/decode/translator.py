@@ -29,6 +29,7 @@ class Translation:
     src_ids: list[int]
     hypotheses: list[Hypothesis]  # best first (decode.nbest of them); empty for a blank line
     texts: list[str]  # detokenized, one per hypothesis
+    truncated: bool = False  # the source was cut at decode.max_src_len subwords
 
     @property
     def text(self) -> str:
@@ -53,8 +54,12 @@ class Translator:
     def translate(self, lines: Sequence[str], batch_size: int | None = None) -> list[Translation]:
         """Translates every line; a blank line gives a blank translation, in input order."""
         batch_size = batch_size or self.decode.batch_size
-        src_ids = self._truncated(self.tokenizer.src.encode([line.strip() for line in lines]))
-        results = [Translation(ids, [], []) for ids in src_ids]
+        encoded = self.tokenizer.src.encode([line.strip() for line in lines])
+        src_ids = self._truncated(encoded)
+        results = [
+            Translation(ids, [], [], len(ids) < len(full))
+            for ids, full in zip(src_ids, encoded, strict=True)
+        ]
         order = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
@@ -64,7 +69,9 @@ class Translator:
                 # beam search ranks its n-best already; samples come in the order drawn
                 hypotheses.sort(key=lambda h: h.normalised_score(self.decode.alpha), reverse=True)
                 texts = [self.tokenizer.tgt.decode(h.tokens) for h in hypotheses]
-                results[index] = Translation(src_ids[index], hypotheses, texts)
+                results[index] = dataclasses.replace(
+                    results[index], hypotheses=hypotheses, texts=texts
+                )
         return results
 
     def _truncated(self, src_ids: list[list[int]]) -> list[list[int]]:

@@ -1,12 +1,12 @@
 """Attention: score a query against source states, average the values by the weights.
 
 Every variant is one `Attention` built from a scorer (additive, dot, general or multi-head)
-plus the value and output projections; the softmax, the local window and the weighted
-average are shared. `prepare(states, mask)` runs once per source batch and returns a
-`Memory` (projected keys and values, so nothing is recomputed at every target step);
-`forward(query, memory)` returns the context and the weights. The prepared memory travels
-with the decoder state, so beam search can reorder it and no per-sentence state lives on
-the module.
+plus the value and output projections; the softmax, the local window, dropout on the
+weights and the weighted average are shared. `prepare(states, mask)` runs once per source
+batch and returns a `Memory` (projected keys and values, so nothing is recomputed at every
+target step); `forward(query, memory)` returns the context and the weights. The prepared
+memory travels with the decoder state, so beam search can reorder it and no per-sentence
+state lives on the module.
 
 Weights always come per head, [B, T, H, S], with H = 1 for single-head variants: one layout
 for every variant, so plots and alignments never ask which kind produced them.
@@ -183,7 +183,8 @@ def _single_head(
 ) -> Attention:
     """Soft attention: values are the states themselves (kv: shared) or a projection of them."""
     values = nn.Identity() if config.kv == "shared" else _projection(memory_dim, memory_dim)
-    return Attention(scorer, values, nn.Identity(), memory_dim, _window(config, query_dim))
+    window = _window(config, query_dim)
+    return Attention(scorer, values, nn.Identity(), memory_dim, window, config.dropout)
 
 
 def _window(config: AttentionConfig, query_dim: int) -> LocalWindow | None:

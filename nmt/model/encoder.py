@@ -173,7 +173,7 @@ def _birnn(config: EncoderConfig, vocab_size: int, pad_id: int) -> Encoder:
         pad_id,
         [rnn],
         config.dropout,
-        2 * config.hidden_dim,
+        config.output_dim,
         config.hidden_dim,
         positional=False,
     )
@@ -181,7 +181,7 @@ def _birnn(config: EncoderConfig, vocab_size: int, pad_id: int) -> Encoder:
 
 def _self_attention(config: EncoderConfig, vocab_size: int, pad_id: int) -> Encoder:
     stack = SelfAttentionStack(
-        config.emb_dim, config.layers, config.heads, config.ff_dim, config.dropout
+        config.output_dim, config.layers, config.heads, config.ff_dim, config.dropout
     )
     return Encoder(
         vocab_size,
@@ -189,8 +189,8 @@ def _self_attention(config: EncoderConfig, vocab_size: int, pad_id: int) -> Enco
         pad_id,
         [stack],
         config.dropout,
-        config.emb_dim,
-        config.emb_dim,
+        config.output_dim,
+        config.output_dim,
         positional=True,
     )
 
@@ -199,7 +199,7 @@ def _birnn_self_attention(config: EncoderConfig, vocab_size: int, pad_id: int) -
     """One BiRNN layer, then `layers` self-attention layers over its states."""
     rnn = BiRNN(config.emb_dim, config.hidden_dim, 1, config.rnn, config.dropout)
     stack = SelfAttentionStack(
-        2 * config.hidden_dim, config.layers, config.heads, config.ff_dim, config.dropout
+        config.output_dim, config.layers, config.heads, config.ff_dim, config.dropout
     )
     return Encoder(
         vocab_size,
@@ -207,7 +207,7 @@ def _birnn_self_attention(config: EncoderConfig, vocab_size: int, pad_id: int) -
         pad_id,
         [rnn, stack],
         config.dropout,
-        2 * config.hidden_dim,
+        config.output_dim,
         config.hidden_dim,
         positional=False,
     )

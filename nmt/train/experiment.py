@@ -20,9 +20,10 @@ from nmt.errors import UserError
 from nmt.model.seq2seq import build_model
 from nmt.train.distributed import local_rank, start_ranks, stop_ranks
 from nmt.train.precision import resolve_device
+from nmt.train.progress import Outcome
 from nmt.train.resume import resume_point, trim_metrics
 from nmt.train.rundir import RunLog, check_run_dir, save_config, start_run
-from nmt.train.trainer import Outcome, Trainer
+from nmt.train.trainer import Trainer
 
 log = logging.getLogger("nmt")
 

@@ -7,8 +7,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import ROOT, TINY_OVERRIDES, write_parallel
-from nmt.config import load_config
+from conftest import tiny_experiment, write_parallel
 from nmt.data import sources as sources_module
 from nmt.data.corpus import StreamSource, arrow_source, memory_source
 from nmt.data.splits import load_split
@@ -16,10 +15,7 @@ from nmt.data.splits import load_split
 
 @pytest.fixture
 def config(corpus_dir):
-    return load_config(
-        ROOT / "configs" / "demo.yaml",
-        [f"data.path={corpus_dir}", "data.demo=false", *TINY_OVERRIDES, "data.max_len=20"],
-    )
+    return tiny_experiment(corpus_dir, "data.max_len=20")
 
 
 def as_pairs(batches):
@@ -70,9 +66,6 @@ def test_the_arrow_cache_is_reused_and_rebuilt_when_the_corpus_changes(
         arrow_source(config, tokenizer, tmp_path)
     corpus = tmp_path / "corpus"
     write_parallel(corpus, "train", [("a dog.", "ein Hund."), ("the cat.", "die Katze.")])
-    changed = load_config(
-        ROOT / "configs" / "demo.yaml",
-        [f"data.path={corpus}", "data.demo=false", *TINY_OVERRIDES],
-    )
+    changed = tiny_experiment(corpus)
     assert arrow_source(changed, tokenizer, tmp_path).description == "2 training pairs"
     assert len(list(tmp_path.glob("train-*"))) == 2

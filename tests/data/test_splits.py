@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from conftest import ROOT, TINY_OVERRIDES
-from nmt.config import DataConfig, Splits, load_config
+from conftest import tiny_experiment
+from nmt.config import DataConfig, Splits
 from nmt.data.splits import load_split, read_lines, read_pairs
 from nmt.errors import UserError
 
@@ -86,7 +86,7 @@ def test_hub_unreachable_is_a_clear_error(monkeypatch):
 def test_streamed_lines_are_read_like_read_lines(tmp_path):
     (tmp_path / "train.en").write_bytes(b"\xef\xbb\xbfone\r\ntwo \xc3\xa4\n\nlast")
     (tmp_path / "train.de").write_bytes(b"eins\r\nzwei\n\nletzte\n")
-    local = load_config(ROOT / "configs/demo.yaml", [f"data.path={tmp_path}", *TINY_OVERRIDES])
+    local = tiny_experiment(tmp_path)
     pairs = list(read_pairs(local.data))
     assert [s for s, _ in pairs] == read_lines(tmp_path / "train.en")
     assert [t for _, t in pairs] == read_lines(tmp_path / "train.de")
@@ -97,7 +97,7 @@ def test_streamed_lines_are_read_like_read_lines(tmp_path):
 
 def test_streaming_reads_tables_through_datasets(tmp_path):
     (tmp_path / "train.tsv").write_text("a cat\teine Katze\nthe dog\tder Hund\n")
-    local = load_config(ROOT / "configs/demo.yaml", [f"data.path={tmp_path}", *TINY_OVERRIDES])
+    local = tiny_experiment(tmp_path)
     assert list(read_pairs(local.data)) == [("a cat", "eine Katze"), ("the dog", "der Hund")]
 
 

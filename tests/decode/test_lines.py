@@ -47,6 +47,7 @@ def test_one_heatmap_per_non_blank_input(tiny_config, tokenizer, tmp_path):
         assert width >= 300 and height >= 250
     assert png_size(plots / "00002.png")[0] > png_size(plots / "00003.png")[0]  # longer source
 
+
 def test_lines_come_out_as_soon_as_they_are_complete():
     read_end, write_end = os.pipe()
     with os.fdopen(read_end, "rb") as reader:

@@ -138,14 +138,17 @@ def test_beam_of_one_is_greedy_search_exactly(tiny_config):
 def test_nbest_is_distinct_and_sorted_by_normalised_score(tiny_config):
     model = eos_biased_model(tiny_config)
     src, lengths = source([6, 3, 8])
-    limits = torch.tensor([8, 5, 10])
+    limits = torch.tensor([3, 1, 2])  # short enough to cut some hypotheses, different per sentence
+    limits_reached = set()
     for alpha in (0.0, 0.6, 1.5):
-        for hypotheses in beam_search(model, src, lengths, BOS, EOS, limits, 6, alpha, nbest=4):
+        nbest = beam_search(model, src, lengths, BOS, EOS, limits, 6, alpha, nbest=4)
+        for sentence, (hypotheses, limit) in enumerate(zip(nbest, limits.tolist(), strict=True)):
             scores = [h.normalised_score(alpha) for h in hypotheses]
             assert len(hypotheses) == 4 and scores == sorted(scores, reverse=True)
             assert len({tuple(h.tokens) for h in hypotheses}) == 4
-            for hypothesis, limit in zip(hypotheses, limits.tolist(), strict=False):
-                assert len(hypothesis.tokens) <= limit
+            assert all(len(h.tokens) <= limit for h in hypotheses)
+            limits_reached |= {sentence for h in hypotheses if len(h.tokens) == limit}
+    assert len(limits_reached) >= 2  # the limit check binds, on sentences with different limits
 
 
 def test_sampling_is_reproducible_and_top_k_1_is_greedy(tiny_config):

@@ -7,8 +7,15 @@ from nmt.config import AttentionConfig
 from nmt.model.attention import ATTENTIONS, build_attention, masked_softmax
 
 QUERY_DIM = MEMORY_DIM = 8
+# Small sizes where a type reads them; keys a type does not read keep their defaults.
+SIZES = {
+    "additive": dict(attn_dim=8),
+    "dot": dict(scaled=True),
+    "general": dict(scaled=True),
+    "multihead": dict(attn_dim=8, heads=2),
+}
 VARIANTS = [
-    AttentionConfig(type=t, kv=kv, attn_dim=8, heads=2, scaled=True, window=window)
+    AttentionConfig(type=t, kv=kv, window=window, **SIZES[t])
     for t, kv, window in itertools.product(ATTENTIONS, ("shared", "separate"), (None, 3))
 ]
 
@@ -115,7 +122,7 @@ def test_vectorised_scores_and_context_equal_a_naive_loop(config):
 
 @pytest.mark.parametrize("attention_type", list(ATTENTIONS))
 def test_local_window_multiplies_by_a_gaussian_and_renormalises(attention_type):
-    config = AttentionConfig(type=attention_type, attn_dim=8, heads=2, window=2)
+    config = AttentionConfig(type=attention_type, window=2, **SIZES[attention_type])
     local = build(config)
     states, mask = memory_batch()
     query = torch.randn(3, 2, QUERY_DIM)

@@ -4,10 +4,12 @@ import torch
 from nmt.config import EncoderConfig
 from nmt.model.encoder import ENCODERS, build_encoder, sinusoid_positions
 
-CONFIGS = [
-    EncoderConfig(type=t, emb_dim=8, hidden_dim=6, layers=2, heads=2, ff_dim=16, dropout=0.0)
-    for t in ENCODERS
-]
+SIZES = {  # what each type reads besides emb_dim, layers and dropout
+    "birnn": dict(hidden_dim=6),
+    "self_attention": dict(heads=2, ff_dim=16),
+    "birnn_self_attention": dict(hidden_dim=6, heads=2, ff_dim=16),
+}
+CONFIGS = [EncoderConfig(type=t, emb_dim=8, layers=2, dropout=0.0, **SIZES[t]) for t in ENCODERS]
 
 
 def encoder(config):

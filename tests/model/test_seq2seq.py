@@ -4,27 +4,38 @@ import pytest
 import torch
 
 from conftest import tiny_model
+from nmt.config import AttentionConfig, EncoderConfig
 from nmt.data.batching import pad
 
-VARIANTS = {  # (encoder type, attention settings)
-    "rnnsearch": ("birnn", dict(type="additive")),
-    "keyvalue": ("birnn", dict(type="additive", kv="separate")),
-    "dot": ("birnn", dict(type="dot", kv="separate", scaled=True)),
-    "general": ("birnn", dict(type="general")),
-    "multihead": ("birnn", dict(type="multihead", heads=2)),
-    "local": ("birnn", dict(type="general", window=4)),
-    "selfattn": ("self_attention", dict(type="additive")),
-    "birnn_selfattn": ("birnn_self_attention", dict(type="multihead", heads=2, kv="separate")),
+# (encoder settings, attention settings) over the tiny config's. Keys a variant does not read
+# go back to their defaults (the tiny config sets attn_dim and the encoder's hidden_dim).
+SELF_ATTENTION = dict(heads=2, ff_dim=32)
+UNSIZED = dict(attn_dim=AttentionConfig.attn_dim)
+VARIANTS = {
+    "rnnsearch": ({}, dict(type="additive")),
+    "keyvalue": ({}, dict(type="additive", kv="separate")),
+    "dot": ({}, dict(type="dot", kv="separate", scaled=True, **UNSIZED)),
+    "general": ({}, dict(type="general", **UNSIZED)),
+    "multihead": ({}, dict(type="multihead", heads=2)),
+    "local": ({}, dict(type="general", window=4)),
+    "selfattn": (
+        dict(type="self_attention", hidden_dim=EncoderConfig.hidden_dim, **SELF_ATTENTION),
+        dict(type="additive"),
+    ),
+    "birnn_selfattn": (
+        dict(type="birnn_self_attention", **SELF_ATTENTION),
+        dict(type="multihead", heads=2, kv="separate"),
+    ),
 }
 
 
 @pytest.fixture(params=list(VARIANTS))
 def variant_config(request, tiny_config):
-    encoder_type, attention = VARIANTS[request.param]
+    encoder, attention = VARIANTS[request.param]
     model = tiny_config.model
     model = dataclasses.replace(
         model,
-        encoder=dataclasses.replace(model.encoder, type=encoder_type, heads=2, ff_dim=32),
+        encoder=dataclasses.replace(model.encoder, **encoder),
         attention=dataclasses.replace(model.attention, **attention),
     )
     return dataclasses.replace(tiny_config, model=model)

@@ -7,9 +7,8 @@ import sys
 
 import torch
 
-from conftest import ROOT, TINY_OVERRIDES
+from conftest import tiny_experiment, tiny_train_args
 from nmt.checkpoint import load_checkpoint
-from nmt.config import load_config
 from nmt.decode.translator import load_translator
 from nmt.train.distributed import Ranks
 from nmt.train.experiment import train_experiment
@@ -25,11 +24,7 @@ def test_ranks_take_distinct_batches_and_as_many_each():
 def test_two_processes_under_torchrun_write_one_set_of_outputs(tmp_path, corpus_dir):
     """Also: 2 ranks x 1 batch per update == 1 process accumulating the same 2 batches
     (rank r takes batches r, r + 2, ...; the loss is a mean over both ranks' tokens)."""
-    overrides = [
-        f"data.path={corpus_dir}",
-        "data.demo=false",
-        *TINY_OVERRIDES,
-        "train.threads=1",
+    extra = [
         "train.max_steps=4",
         "train.valid_every=2",
         "model.encoder.dropout=0",
@@ -44,12 +39,7 @@ def test_two_processes_under_torchrun_write_one_set_of_outputs(tmp_path, corpus_
             "--nproc_per_node=2",
             "-m",
             "nmt",
-            "train",
-            "--config",
-            str(ROOT / "configs/demo.yaml"),
-            "--run-dir",
-            str(tmp_path),
-            *[a for o in overrides for a in ("--set", o)],
+            *tiny_train_args(tmp_path, corpus_dir, *extra),
         ],
         capture_output=True,
         text=True,
@@ -70,7 +60,7 @@ def test_two_processes_under_torchrun_write_one_set_of_outputs(tmp_path, corpus_
     translator, _ = load_translator(tmp_path / "best.pt")
     assert len(translator.translate(["the dog sees the cat."])) == 1
 
-    config = load_config(ROOT / "configs/demo.yaml", [*overrides, "train.accum_steps=2"])
+    config = tiny_experiment(corpus_dir, *extra, "train.accum_steps=2")
     train_experiment(config, tmp_path / "one")
     alone = load_checkpoint(tmp_path / "one" / "last.pt")
     for name, tensor in last["model"].items():

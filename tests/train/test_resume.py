@@ -9,7 +9,7 @@ import time
 
 import torch
 
-from conftest import ROOT, TINY_OVERRIDES
+from conftest import tiny_train_args
 from nmt.checkpoint import load_checkpoint
 from nmt.config import config_differences
 from nmt.train.resume import trim_metrics
@@ -17,18 +17,9 @@ from nmt.train.rng import rng_preserved
 
 
 def start_training(run_dir, corpus_dir, *extra, flags=()):
-    overrides = [
-        f"data.path={corpus_dir}",
-        "data.demo=false",
-        *TINY_OVERRIDES,
-        "train.threads=1",
-        "train.max_steps=100000",
-        *extra,
-    ]
-    args = ["train", "--config", ROOT / "configs/demo.yaml", "--run-dir", run_dir]
-    args += [a for o in overrides for a in ("--set", o)] + list(flags)
+    args = [*tiny_train_args(run_dir, corpus_dir, "train.max_steps=100000", *extra), *flags]
     return subprocess.Popen(
-        [sys.executable, "-m", "nmt", *map(str, args)],
+        [sys.executable, "-m", "nmt", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

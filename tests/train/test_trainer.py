@@ -1,33 +1,24 @@
 """The training loop: exact resume, accumulation, early stopping, plateau, checkpoints."""
 
 import json
+import random
 
 import pytest
 import torch
 
-from conftest import ROOT, TINY_OVERRIDES
+from conftest import tiny_experiment as experiment
 from nmt.checkpoint import load_checkpoint
-from nmt.config import load_config
 from nmt.data.batching import make_batch
 from nmt.data.corpus import Corpus
+from nmt.data.splits import ParallelText
 from nmt.errors import UserError
 from nmt.model.seq2seq import build_model
 from nmt.train.experiment import train_experiment
+from nmt.train.keeper import CheckpointKeeper, judge
+from nmt.train.precision import Precision
+from nmt.train.progress import Progress
 from nmt.train.trainer import Trainer
-
-
-def experiment(corpus_dir, *overrides):
-    """The tiny config, on one thread (two threads on a busy 2-core machine crawl)."""
-    return load_config(
-        ROOT / "configs" / "demo.yaml",
-        [
-            f"data.path={corpus_dir}",
-            "data.demo=false",
-            *TINY_OVERRIDES,
-            "train.threads=1",
-            *overrides,
-        ],
-    )
+from nmt.train.validation import Validator, valid_loss
 
 
 def records(run_dir):
@@ -146,3 +137,87 @@ def test_missing_tensorboard_is_a_clear_error(tmp_path, corpus_dir, monkeypatch)
     monkeypatch.setitem(__import__("sys").modules, "torch.utils.tensorboard", None)
     with pytest.raises(UserError, match=r"pip install 'nmt\[tensorboard\]'"):
         train_experiment(experiment(corpus_dir, "train.tensorboard=true"), tmp_path)
+
+
+def test_the_keeper_keeps_the_best_counts_patience_and_rotates_step_checkpoints(
+    tmp_path, corpus_dir, tokenizer
+):
+    """Higher BLEU is better; every second validation in a row without a new best reduces
+    the rate (plateau_patience 2); only the last two step checkpoints stay."""
+    keys = ["train.schedule=plateau", "train.plateau_patience=2", "train.keep_last=2"]
+    config = experiment(corpus_dir, *keys)
+    keeper = CheckpointKeeper(
+        tmp_path, build_model(config.model, tokenizer.src, tokenizer.tgt), config, tokenizer
+    )
+    progress, verdicts = Progress(), []
+    for step, bleu in enumerate([10.0, 12.0, 12.0, 11.0, 9.0, 13.0], start=1):
+        progress.step = step
+        keeper.keep({"step": step, "valid_bleu": bleu, "valid_loss": 1.0}, progress)
+        verdicts.append((progress.best, progress.since_best, progress.lr_reductions))
+        if step == 5:
+            assert load_checkpoint(tmp_path / "best.pt")["step"] == 2
+    assert verdicts == [(10, 0, 0), (12, 0, 0), (12, 1, 0), (12, 2, 1), (12, 3, 1), (13, 0, 1)]
+    best = load_checkpoint(tmp_path / "best.pt")
+    assert best["step"] == 6 and best["metrics"]["valid_bleu"] == 13.0
+    assert sorted(p.name for p in tmp_path.glob("step-*.pt")) == [
+        "step-000005.pt",
+        "step-000006.pt",
+    ]
+    keeper.save_last(6, None, {"progress": progress.state()})
+    last = load_checkpoint(tmp_path / "last.pt")
+    assert last["metrics"] == {"step": 6} and last["training"]["progress"]["best"] == 13.0
+
+
+def test_a_lower_valid_loss_is_better_and_only_the_plateau_schedule_reduces(corpus_dir):
+    train = experiment(corpus_dir, "train.best_metric=loss", "train.keep_last=0").train
+    progress = Progress()
+    improved = [
+        judge({"valid_bleu": 0.0, "valid_loss": loss}, progress, train)
+        for loss in [2.0, 1.5, 1.7, 1.5, 1.6]
+    ]
+    assert improved == [True, True, False, False, False]
+    assert (progress.best, progress.since_best, progress.lr_reductions) == (1.5, 3, 0)
+
+
+def tiny_validator(config, tokenizer, corpus_dir):
+    src = (corpus_dir / "valid.en").read_text().splitlines()
+    tgt = (corpus_dir / "valid.de").read_text().splitlines()
+    corpus = Corpus(tokenizer, None, ParallelText(src, tgt, "valid"), None)
+    torch.manual_seed(0)
+    model = build_model(config.model, tokenizer.src, tokenizer.tgt)
+    cpu = torch.device("cpu")
+    return Validator(model, corpus, config, Precision("fp32", cpu), cpu)
+
+
+def test_validation_leaves_the_rng_streams_untouched(corpus_dir, tokenizer):
+    """Even when the model draws random numbers while it is validated, training's streams
+    continue afterwards as if no validation had run."""
+    validator = tiny_validator(experiment(corpus_dir), tokenizer, corpus_dir)
+    draws = []
+    validator.model.register_forward_pre_hook(
+        lambda *_: draws.append((torch.rand(()), random.random()))
+    )
+    random.seed(1)
+    torch.manual_seed(1)
+    expected = torch.rand(3), random.random()
+    random.seed(1)
+    torch.manual_seed(1)
+    record = validator.record(Progress(step=5))
+    assert draws  # the model did draw
+    assert torch.equal(torch.rand(3), expected[0]) and random.random() == expected[1]
+    keys = ["step", "valid_loss", "valid_ppl", "valid_bleu", "valid_chrf", "minutes"]
+    assert list(record) == keys and record["step"] == 5
+
+
+def test_the_valid_loss_is_per_target_token_whatever_the_batching(corpus_dir, tokenizer):
+    """Batches of 1 and of 8 pairs give the same loss: padding never counts, and the mean
+    is over all target tokens, not over batches."""
+    config = experiment(corpus_dir)
+    validator = tiny_validator(config, tokenizer, corpus_dir)
+    valid, cpu = validator.corpus.valid, torch.device("cpu")
+    src, refs = valid.src[:8], valid.tgt[:8]
+    with torch.no_grad():
+        one = valid_loss(validator.model, tokenizer, src, refs, 1, cpu)
+        eight = valid_loss(validator.model, tokenizer, src, refs, 8, cpu)
+    assert one == pytest.approx(eight, rel=1e-5)
+    assert validator.record(Progress())["valid_loss"] == round(eight, 4)

@@ -1,0 +1,73 @@
+"""Checkpoint keeping: best.pt on a new best of `train.best_metric`, a step checkpoint at
+every validation (the last `train.keep_last` of them kept), and last.pt for resuming.
+
+A validation's verdict (the best value so far, validations since, plateau reductions) is
+kept in Progress, not here: it goes into last.pt and every rank must share it.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from nmt.checkpoint import checkpoint_payload, save_checkpoint
+from nmt.config import Experiment, TrainConfig
+from nmt.data.tokenizer import Tokenizer
+from nmt.model.seq2seq import Seq2Seq
+from nmt.train.optim import reduces_on_plateau
+from nmt.train.progress import Progress
+from nmt.train.rundir import step_checkpoints
+
+log = logging.getLogger("nmt")
+
+
+def judge(record: dict, progress: Progress, train: TrainConfig) -> bool:
+    """Counts one validation record into `progress`; True on a new best of
+    `train.best_metric`. Otherwise the patience count grows, and under the plateau schedule
+    every `train.plateau_patience`-th validation in a row without one reduces the rate."""
+    if train.best_metric == "bleu":
+        value = record["valid_bleu"]
+        improved = progress.best is None or value > progress.best
+    else:
+        value = record["valid_loss"]
+        improved = progress.best is None or value < progress.best
+    if improved:
+        progress.best, progress.since_best = value, 0
+        return True
+    progress.since_best += 1
+    if train.schedule == "plateau" and reduces_on_plateau(
+        progress.since_best, train.plateau_patience
+    ):
+        progress.lr_reductions += 1
+        log.info("no better valid %s for a while: lr reduced", train.best_metric)
+    return False
+
+
+class CheckpointKeeper:
+    """Writes one run's checkpoints of one model into its run directory."""
+
+    def __init__(self, run_dir: Path, model: Seq2Seq, config: Experiment, tokenizer: Tokenizer):
+        self.run_dir = run_dir
+        self.model = model
+        self.config = config
+        self.tokenizer = tokenizer
+
+    def keep(self, record: dict, progress: Progress) -> None:
+        """After a validation: best.pt on a new best, then the step checkpoint."""
+        if judge(record, progress, self.config.train):
+            self.save("best.pt", progress.step, record)
+        keep_last = self.config.train.keep_last
+        if keep_last:
+            self.save(f"step-{progress.step:06d}.pt", progress.step, record)
+            for old in step_checkpoints(self.run_dir)[:-keep_last]:
+                old.unlink(missing_ok=True)
+
+    def save_last(self, step: int, metrics: dict | None, training: dict) -> None:
+        """last.pt: the weights plus `training`, everything resuming needs."""
+        self.save("last.pt", step, metrics or {"step": step}, training)
+
+    def save(self, name: str, step: int, metrics: dict, training: dict | None = None) -> None:
+        payload = checkpoint_payload(self.model, self.config, self.tokenizer, step, metrics)
+        if training is not None:
+            payload["training"] = training
+        save_checkpoint(self.run_dir / name, payload)
