@@ -438,6 +438,61 @@ def plot(
     _guarded(action)
 
 
+@app.command()
+def serve(
+    checkpoint: Annotated[
+        list[str],
+        typer.Option(
+            metavar="[ID=]FILE",
+            help="A .pt file written by nmt train, served under its run name or ID; "
+            "repeat to serve several models.",
+        ),
+    ],
+    host: Annotated[
+        str, typer.Option(metavar="ADDRESS", help="Address to listen on (loopback by default).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=0, max=65535, metavar="N", help="Port.")] = 5000,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            metavar="KEY",
+            envvar="NMT_API_KEY",
+            help="Require 'Authorization: Bearer KEY' on every API route but health "
+            "(or set NMT_API_KEY, which ps does not show).",
+        ),
+    ] = None,
+    max_sentences: Annotated[
+        int, typer.Option(min=1, metavar="N", help="Most sentences one request may hold.")
+    ] = 64,
+    max_body_kib: Annotated[
+        int, typer.Option(min=1, metavar="N", help="Largest request body, in KiB.")
+    ] = 1024,
+    threads: Annotated[
+        int | None,
+        typer.Option(min=1, metavar="N", help="Torch threads (default: all cores but one)."),
+    ] = None,
+) -> None:
+    """Serve models over HTTP: OpenNMT-py's API at /translator, a web page at /.
+
+    Decoding options default to each checkpoint's decode section; requests may set beam and
+    n_best. SIGTERM finishes the requests in flight, then exits 0.
+
+    \b
+    Examples:
+      nmt serve --checkpoint runs/demo/best.pt
+      nmt serve --checkpoint base=runs/a/best.pt --checkpoint big=runs/b/best.pt --port 8080
+      curl -d '[{"src": "ein Hund läuft .", "id": "demo"}]' localhost:5000/translator/translate
+    """
+
+    def action() -> None:
+        from nmt.decode.server import Limits, serve
+
+        limits = Limits(max_sentences=max_sentences, max_body_bytes=max_body_kib * 1024)
+        serve(checkpoint, host, port, api_key, limits, threads)
+
+    _guarded(action)
+
+
 def _resume_command(config: Path, overrides: list[str], run_dir: Path) -> str:
     """The command line that continues an interrupted run (under torchrun if it ran there)."""
     import os

@@ -1,0 +1,166 @@
+"""The models `nmt serve` offers, and the JSON of their translations.
+
+Each checkpoint named on the command line is loaded once, under an id (its run name, or ID
+from `--checkpoint ID=PATH`). Requests name a model by id only, never by path, so no request
+can make the server read a file. Per-request `beam` and `n_best` give a translator that
+shares the model and differs only in its decode settings, checked like the config's.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from nmt.config import DecodeConfig, Experiment
+from nmt.decode.lines import _alignment
+from nmt.decode.search import Hypothesis
+from nmt.decode.translator import Translation, Translator, load_translator
+from nmt.errors import UserError
+
+MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One sentence of a request, with what its answer should carry besides the text."""
+
+    src: str
+    alignments: bool = False
+    attention: bool = False
+
+
+@dataclass
+class ServedModel:
+    id: str
+    translator: Translator
+    config: Experiment
+    _variants: dict[DecodeConfig, Translator] = field(default_factory=dict, repr=False)
+
+    def settings(self, beam: int | None = None, nbest: int | None = None) -> DecodeConfig:
+        """The checkpoint's decode settings with a request's options; ConfigError if invalid."""
+        given = {key: value for key, value in (("beam", beam), ("nbest", nbest)) if value}
+        return dataclasses.replace(self.translator.decode, **given)
+
+    def translator_for(self, decode: DecodeConfig) -> Translator:
+        """The same model and tokenizer under other decode settings (a shallow copy)."""
+        if decode == self.translator.decode:
+            return self.translator
+        if decode not in self._variants:
+            variant = copy.copy(self.translator)
+            variant.decode = decode
+            self._variants[decode] = variant
+        return self._variants[decode]
+
+    def describe(self) -> dict[str, Any]:
+        """What GET /translator/models says about this model (no file paths)."""
+        decode, model = self.translator.decode, self.config.model
+        return {
+            "model_id": self.id,
+            "loaded": True,
+            "src_lang": self.config.data.src_lang,
+            "tgt_lang": self.config.data.tgt_lang,
+            "attention": model.attention.type,
+            "heads": model.attention.heads if model.attention.type == "multihead" else 1,
+            "decode": {
+                "beam": decode.beam,
+                "n_best": decode.nbest,
+                "alpha": decode.alpha,
+                "sample": decode.sample,
+                "max_src_len": decode.max_src_len,
+            },
+        }
+
+
+def parse_spec(spec: str) -> tuple[str | None, Path]:
+    """'PATH' -> (None, PATH); 'ID=PATH' -> (ID, PATH), unless PATH itself names a file."""
+    if "=" not in spec or Path(spec).is_file():
+        return None, Path(spec)
+    model_id, _, path = spec.partition("=")
+    if not MODEL_ID.fullmatch(model_id) or not path:
+        raise UserError(
+            f"--checkpoint {spec!r}: expected PATH or ID=PATH, where ID is letters, digits, "
+            "'.', '_' or '-' and starts with a letter or digit "
+            "(e.g. --checkpoint base=runs/base/best.pt)."
+        )
+    return model_id, Path(path)
+
+
+def load_models(specs: Sequence[str], device: torch.device | None = None) -> dict[str, ServedModel]:
+    """Loads every checkpoint (as `nmt translate` does) under its id; ids must be unique."""
+    parsed = [parse_spec(spec) for spec in specs]
+    for _, path in parsed:  # every name is checked before the slow loading starts
+        if not path.is_file():
+            raise UserError(f"checkpoint {path} does not exist.")
+    models: dict[str, ServedModel] = {}
+    sources: dict[str, Path] = {}
+    for model_id, path in parsed:
+        translator, config = load_translator(path, device)
+        model_id = model_id or config.name
+        if model_id in models:
+            raise UserError(
+                f"two checkpoints have the model id {model_id!r} ({sources[model_id]} and "
+                f"{path}); name them apart with --checkpoint ID=PATH, e.g. "
+                f"--checkpoint {model_id}-2={path}."
+            )
+        models[model_id], sources[model_id] = ServedModel(model_id, translator, config), path
+    return models
+
+
+def translate_items(translator: Translator, items: Sequence[Item], batch_size: int) -> list:
+    """One list of n-best answers (dicts, best first) per item, in order."""
+    translations = translator.translate([item.src for item in items], batch_size=batch_size)
+    return [
+        answers(translator, item, translation)
+        for item, translation in zip(items, translations, strict=True)
+    ]
+
+
+def answers(translator: Translator, item: Item, translation: Translation) -> list[dict]:
+    """The OpenNMT-py fields (src, tgt, pred_score, n_best), then ours. pred_score is the
+    normalised score that ranked the hypothesis; a blank line gives blank text, score 0."""
+    decode, tokenizer = translator.decode, translator.tokenizer
+    src_pieces = tokenizer.src.pieces(translation.src_ids)
+    rows = zip(translation.hypotheses, translation.texts, strict=True)
+    result = []
+    for hypothesis, text in rows:
+        answer = {
+            "src": item.src,
+            "tgt": text,
+            "pred_score": hypothesis.normalised_score(decode.alpha),
+            "n_best": decode.nbest,
+            "truncated": translation.truncated,
+        }
+        if item.alignments:
+            answer["align"] = _alignment(hypothesis, src_pieces, tokenizer.tgt)
+        if item.attention:
+            answer["attention"] = attention_json(hypothesis, src_pieces, translator)
+        result.append(answer)
+    if not result:
+        blank = {"src": item.src, "tgt": "", "pred_score": 0.0, "n_best": decode.nbest}
+        blank["truncated"] = False
+        if item.alignments:
+            blank["align"] = ""
+        if item.attention:
+            blank["attention"] = {"src_tokens": [], "tgt_tokens": [], "weights": []}
+        result = [dict(blank) for _ in range(decode.nbest)]
+    return result
+
+
+def attention_json(hypothesis: Hypothesis, src_pieces: list[str], translator: Translator) -> dict:
+    """Subwords of both sides (target: one per step, '</s>' for the eos step) and the
+    weights per head, [H][T][S], rounded to 4 decimals to keep answers small."""
+    steps = hypothesis.attention.size(0)
+    tgt_pieces = translator.tokenizer.tgt.pieces(hypothesis.tokens)
+    weights = hypothesis.attention.permute(1, 0, 2)  # [T, H, S] -> [H, T, S]
+    return {
+        "src_tokens": src_pieces,
+        "tgt_tokens": tgt_pieces + ["</s>"] * (steps - len(tgt_pieces)),
+        "weights": torch.round(weights.double(), decimals=4).tolist(),  # 0.1141, not 0.11410000175
+    }
