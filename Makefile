@@ -43,7 +43,7 @@ train: setup
 	$(BIN)/nmt train --config configs/demo.yaml --overwrite
 
 # Training throughput of the additive and multi-head models, then translation speed with
-# each Multi30k checkpoint that exists (README, "Multi30k German→English").
+# each Multi30k checkpoint that exists (README, "Results").
 # With ../shared/bench, the SentencePiece model JoeyNMT is measured with there.
 BENCH_MODELS := rnnsearch multihead
 BENCH_SPM    := ../shared/bench/spm8k.model

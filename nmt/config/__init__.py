@@ -1,0 +1,51 @@
+"""The experiment config: typed sections (nmt/config/schema.py) read strictly from YAML
+(nmt/config/loading.py). Import from here: `from nmt.config import Experiment, load_config`.
+"""
+
+from nmt.config.loading import (
+    apply_override,
+    build,
+    checkpoint_config,
+    config_differences,
+    config_from_dict,
+    config_to_dict,
+    load_config,
+    parse_override,
+)
+from nmt.config.schema import (
+    AttentionConfig,
+    ConfigError,
+    DataConfig,
+    DecodeConfig,
+    DecoderConfig,
+    EncoderConfig,
+    Experiment,
+    ModelConfig,
+    Splits,
+    TokenizerConfig,
+    TrainConfig,
+    UnusedKeyError,
+)
+
+__all__ = [
+    "AttentionConfig",
+    "ConfigError",
+    "DataConfig",
+    "DecodeConfig",
+    "DecoderConfig",
+    "EncoderConfig",
+    "Experiment",
+    "ModelConfig",
+    "Splits",
+    "TokenizerConfig",
+    "TrainConfig",
+    "UnusedKeyError",
+    "apply_override",
+    "build",
+    "checkpoint_config",
+    "config_differences",
+    "config_from_dict",
+    "config_to_dict",
+    "load_config",
+    "parse_override",
+]
