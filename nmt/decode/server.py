@@ -58,10 +58,11 @@ def create_app(
     limits: Limits = Limits(),
     threads: int | None = None,
 ) -> FastAPI:
-    """The ASGI app. `threads` torch threads decode; by default all cores but one, which the
-    event loop needs for HTTP and JSON: a torch thread that has to share a core with it
-    stalls every parallel step of the search."""
-    threads = threads or max(1, len(os.sched_getaffinity(0)) - 1)
+    """The ASGI app. `threads` torch threads decode, by default one per core as in
+    `nmt translate`: with uvloop and httptools the event loop needs little CPU, and on two
+    cores a second torch thread gave 25% more sentences/s at 32 clients than leaving a core
+    to HTTP (scripts/bench_serve.py)."""
+    threads = threads or len(os.sched_getaffinity(0))
     batcher = MicroBatcher(
         lambda key, items: translate_items(
             models[key[0]].translator_for(key[1]), items, limits.max_batch

@@ -1,0 +1,28 @@
+"""The `nmt` command: parses arguments and calls one library function per command.
+
+Heavy libraries (torch, datasets, sacrebleu) are imported inside the commands, so
+`nmt --help` and argument errors answer at once. The commands live in training.py and
+decoding.py; they are registered here, in the order `nmt --help` lists them.
+"""
+
+import typer
+
+from nmt.cli import decoding, training
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Train, run and score attention-based neural machine translation models.",
+)
+app.command()(training.train)
+app.command()(decoding.translate)
+app.command(name="eval")(decoding.evaluate)
+app.command()(training.average)
+app.command()(training.plot)
+app.command()(decoding.serve)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,151 @@
+"""The commands around training: `nmt train`, `nmt average`, `nmt plot`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nmt.cli.common import ConfigOption, SetOption, check_output_dir, guarded
+from nmt.errors import UserError
+
+
+def train(
+    config: ConfigOption,
+    set_: SetOption = None,
+    run_dir: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR", help="Where checkpoints and logs go (default: runs/<config name>)."
+        ),
+    ] = None,
+    overwrite: Annotated[bool, typer.Option(help="Replace a run already in --run-dir.")] = False,
+    resume: Annotated[
+        bool, typer.Option(help="Continue the run in --run-dir exactly where last.pt left it.")
+    ] = False,
+) -> None:
+    """Train a model, validating with BLEU; ends by scoring the best checkpoint on the test split.
+
+    Ctrl-C (SIGINT) or SIGTERM stops after the current step and saves last.pt; --resume goes on.
+    Under torchrun, trains on every process with DistributedDataParallel.
+
+    \b
+    Examples:
+      nmt train --config configs/demo.yaml --set train.max_steps=300
+      nmt train --config configs/demo.yaml --run-dir runs/demo --resume
+    """
+
+    def action() -> None:
+        from nmt.config import load_config
+        from nmt.train.experiment import train_experiment
+
+        experiment = load_config(config, set_ or [])
+        directory = run_dir or Path("runs") / experiment.name
+        outcome = train_experiment(experiment, directory, overwrite=overwrite, resume=resume)
+        if not outcome.is_main:
+            return
+        if outcome.reason == "interrupted":
+            command = _resume_command(config, set_ or [], directory)
+            typer.echo(f"stopped at step {outcome.step}, last.pt saved; resume with: {command}")
+            return
+        scores = outcome.scores
+        if scores:
+            typer.echo(
+                f"test BLEU {scores['bleu']:.1f}  chrF {scores['chrf']:.1f}  "
+                f"(best checkpoint: {directory / 'best.pt'})"
+            )
+
+    guarded(action)
+
+
+def average(
+    checkpoints: Annotated[
+        list[Path] | None,
+        # hidden: Typer would print its type, <list[Path]>; the docstring says what PATH is
+        typer.Argument(metavar="PATH", hidden=True),
+    ] = None,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", metavar="FILE", help="The averaged checkpoint.")
+    ] = ...,
+    last: Annotated[
+        int | None,
+        typer.Option(
+            min=1, metavar="N", help="Average the N newest step-*.pt of the run directory given."
+        ),
+    ] = None,
+) -> None:
+    """Average the weights of checkpoints of one config into one that translates.
+
+    Each PATH is a checkpoint; with --last N, PATH is one run directory.
+
+    \b
+    Examples:
+      nmt average --output avg.pt runs/demo/step-000500.pt runs/demo/step-001000.pt
+      nmt average --output avg.pt --last 5 runs/demo
+    """
+
+    def action() -> None:
+        from nmt.train.average import average_checkpoints, last_checkpoints
+
+        check_output_dir(output)
+        paths = list(checkpoints or [])
+        if last is not None:
+            if len(paths) != 1:
+                raise UserError("--last N takes exactly one run directory, e.g. --last 5 runs/demo")
+            paths = last_checkpoints(paths[0], last)
+        if not paths:
+            raise UserError("nmt average needs checkpoints, or --last N and a run directory.")
+        average_checkpoints(paths, output)
+        typer.echo(f"averaged {len(paths)} checkpoints into {output}")
+
+    guarded(action)
+
+
+def plot(
+    run_dir: Annotated[
+        Path,
+        # hidden: Typer would print its type, <path>; the docstring says what RUN_DIR is
+        typer.Argument(metavar="RUN_DIR", hidden=True),
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR", help="Directory for the PNG files (default: the run directory)."
+        ),
+    ] = None,
+) -> None:
+    """Plot train loss, valid loss and valid BLEU against step from RUN_DIR/metrics.jsonl.
+
+    RUN_DIR is a run directory written by nmt train; loss.png and bleu.png go into it, or
+    into --output.
+
+    \b
+    Examples:
+      nmt plot runs/demo
+      nmt plot runs/demo --output plots/
+    """
+
+    def action() -> None:
+        from nmt.plots import plot_curves
+
+        for path in plot_curves(run_dir, output):
+            typer.echo(str(path))
+
+    guarded(action)
+
+
+def _resume_command(config: Path, overrides: list[str], run_dir: Path) -> str:
+    """The command line that continues an interrupted run (under torchrun if it ran there)."""
+    import os
+    import shlex
+
+    sets = [arg for override in overrides for arg in ("--set", override)]
+    args = ["train", "--config", str(config), *sets, "--run-dir", str(run_dir), "--resume"]
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1:
+        per_node = os.environ.get("LOCAL_WORLD_SIZE", str(world))
+        prefix = ["torchrun", f"--nproc_per_node={per_node}", "-m", "nmt"]
+    else:
+        prefix = ["nmt"]
+    return shlex.join([*prefix, *args])
