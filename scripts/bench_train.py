@@ -110,7 +110,10 @@ def main() -> None:
     from nmt.train.trainer import Trainer
 
     config_path, overrides = args.config, list(args.overrides)
-    data = args.data or (str(MULTI30K) if (MULTI30K / "train.de").exists() else None)
+    data = args.data
+    if data is None and (MULTI30K / "train.de").exists():
+        # Multi30k stands in for the hub corpus a config names, never for the demo corpus.
+        data = None if load_config(config_path, overrides).data.demo else str(MULTI30K)
     if data:
         overrides.insert(0, f"data.path={data}")
     config = load_config(config_path, overrides)
