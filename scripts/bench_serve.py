@@ -6,7 +6,7 @@ sentences are done or its time is up. Prints one JSON line per level: sentences/
 latency, errors and the server's peak resident memory; then one for a single greedy
 sentence at a time on the idle server. With --baseline, first the sentences/s of
 `nmt translate --batch-size 64` (the same translator call, timed without start-up) on the
-same checkpoint, beam and sentences, with --threads torch threads if given (as the server).
+same checkpoint, beam and sentences, with torch's default threads (one per core).
 
     python scripts/bench_serve.py                        # Multi30k rnnsearch if present
     python scripts/bench_serve.py --checkpoint runs/x/best.pt --baseline --clients 1 8 32
@@ -42,14 +42,14 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=320, help="per level (at most)")
     parser.add_argument("--max-seconds", type=float, default=120, help="per level (at most)")
     parser.add_argument("--idle-requests", type=int, default=100, help="greedy, one at a time")
-    parser.add_argument("--threads", type=int, help="the server's torch threads")
+    parser.add_argument("--workers", type=int, help="the server's decoding workers")
     parser.add_argument("--baseline", action="store_true", help="time nmt translate first")
     args = parser.parse_args()
     lines = [line for line in args.input.read_text("utf-8").splitlines() if line.strip()]
     lines = lines[: args.sentences]
     if args.baseline:
-        print(json.dumps(baseline(args.checkpoint, lines, args.beam, args.threads)), flush=True)
-    with running_server(args.checkpoint, args.threads) as (port, process):
+        print(json.dumps(baseline(args.checkpoint, lines, args.beam)), flush=True)
+    with running_server(args.checkpoint, args.workers) as (port, process):
         model = json.loads(get(port, "/translator/models"))[0]["model_id"]
         options = {"beam": args.beam} if args.beam else {}
         for clients in args.clients:
@@ -60,14 +60,12 @@ def main() -> None:
         print(json.dumps({"idle_greedy": True, **result, **rss(process)}), flush=True)
 
 
-def baseline(checkpoint: Path, lines: list[str], beam: int | None, threads: int | None) -> dict:
+def baseline(checkpoint: Path, lines: list[str], beam: int | None) -> dict:
     """What `nmt translate --batch-size 64` spends translating (load time excluded)."""
     import torch
 
     from nmt.decode.translator import load_translator
 
-    if threads:
-        torch.set_num_threads(threads)
     translator, _ = load_translator(checkpoint, **({"beam": beam} if beam else {}))
     started = time.perf_counter()
     translator.translate(lines, batch_size=64)
@@ -85,10 +83,10 @@ def baseline(checkpoint: Path, lines: list[str], beam: int | None, threads: int 
 class running_server:
     """`nmt serve` on 127.0.0.1, a free port; stopped with SIGTERM (and must exit 0)."""
 
-    def __init__(self, checkpoint: Path, threads: int | None):
+    def __init__(self, checkpoint: Path, workers: int | None):
         self.command = [sys.executable, "-m", "nmt", "serve", "--checkpoint", str(checkpoint)]
         self.command += ["--port", "0", "--max-sentences", "64"]
-        self.command += ["--threads", str(threads)] if threads else []
+        self.command += ["--workers", str(workers)] if workers else []
 
     def __enter__(self) -> tuple[int, subprocess.Popen]:
         self.log = tempfile.NamedTemporaryFile("w+", suffix=".log")  # noqa: SIM115

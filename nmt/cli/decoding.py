@@ -279,9 +279,13 @@ def serve(
     max_body_kib: Annotated[
         int, typer.Option(min=1, metavar="N", help="Largest request body, in KiB.")
     ] = 1024,
-    threads: Annotated[
+    workers: Annotated[
         int | None,
-        typer.Option(min=1, metavar="N", help="Torch threads (default: one per core)."),
+        typer.Option(
+            min=1,
+            metavar="N",
+            help="Batches decoded side by side, each on one torch thread (default: one per core).",
+        ),
     ] = None,
 ) -> None:
     """Serve models over HTTP: OpenNMT-py's API at /translator, a web page at /.
@@ -300,6 +304,6 @@ def serve(
         from nmt.decode.server import Limits, serve
 
         limits = Limits(max_sentences=max_sentences, max_body_bytes=max_body_kib * 1024)
-        serve(checkpoint, host, port, api_key, limits, threads)
+        serve(checkpoint, host, port, api_key, limits, workers)
 
     guarded(action)

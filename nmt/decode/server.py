@@ -56,20 +56,20 @@ def create_app(
     models: dict[str, ServedModel],
     api_key: str | None = None,
     limits: Limits = Limits(),
-    threads: int | None = None,
+    workers: int | None = None,
 ) -> FastAPI:
-    """The ASGI app. `threads` torch threads decode, by default one per core as in
-    `nmt translate`: with uvloop and httptools the event loop needs little CPU, and on two
-    cores a second torch thread gave 25% more sentences/s at 32 clients than leaving a core
-    to HTTP (scripts/bench_serve.py)."""
-    threads = threads or len(os.sched_getaffinity(0))
+    """The ASGI app. `workers` batches are decoded side by side, each search on one torch
+    thread; by default one per core (with uvloop and httptools the event loop needs little
+    CPU of its own)."""
+    workers = workers or len(os.sched_getaffinity(0))
     batcher = MicroBatcher(
         lambda key, items: translate_items(
             models[key[0]].translator_for(key[1]), items, limits.max_batch
         ),
         window=limits.window,
         max_batch=limits.max_batch,
-        setup=lambda: _set_threads(threads),
+        workers=workers,
+        setup=_one_torch_thread,
     )
 
     @contextlib.asynccontextmanager
@@ -174,10 +174,10 @@ def _invalid(index: int, field: str, message: str, value: object) -> RequestVali
     return RequestValidationError([{**error, "input": value}])
 
 
-def _set_threads(threads: int) -> None:
+def _one_torch_thread() -> None:
     import torch
 
-    torch.set_num_threads(threads)  # per thread under OpenMP: set on the decoding thread
+    torch.set_num_threads(1)  # per thread under OpenMP: set on each decoding thread
 
 
 def serve(
@@ -186,7 +186,7 @@ def serve(
     port: int = 5000,
     api_key: str | None = None,
     limits: Limits = Limits(),
-    threads: int | None = None,
+    workers: int | None = None,
 ) -> None:
     """Loads the checkpoints, binds host:port, and serves until SIGTERM or Ctrl-C.
 
@@ -203,7 +203,7 @@ def serve(
         raise
     if warning := exposure_warning(host, api_key):
         print(warning, file=sys.stderr)
-    app = create_app(models, api_key, limits, threads)
+    app = create_app(models, api_key, limits, workers)
     config = uvicorn.Config(
         app,
         log_level="info",

@@ -64,7 +64,7 @@ class Server:
 def running_server(log: Path, *args) -> Iterator[Server]:
     """`python -m nmt serve --port 0 ARGS` on 127.0.0.1; the port it picked is read from its
     log. Killed if SIGTERM did not stop it within a minute."""
-    command = [sys.executable, "-m", "nmt", "serve", "--port", "0", "--threads", "1"]
+    command = [sys.executable, "-m", "nmt", "serve", "--port", "0", "--workers", "1"]
     with log.open("w") as sink:
         process = subprocess.Popen(
             [*command, *map(str, args)], stdout=sink, stderr=subprocess.STDOUT, env={**os.environ}

@@ -2,6 +2,7 @@
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -106,3 +107,20 @@ def test_after_a_batch_of_n_the_worker_waits_for_n_within_the_window():
     assert results == [[f"a:{index}"] for index in range(len(delays))]
     assert [items for _, items in calls] == [[0, 1, 2], [3, 4, 5], [6]]
     assert seconds < 1.0 + 0.2 + 0.5  # the lone last job waited at most the window
+
+
+def test_free_workers_split_a_wave_and_decode_side_by_side():
+    spans = []
+
+    def slow(key, items):
+        started = time.monotonic()
+        time.sleep(0.2)
+        spans.append((threading.current_thread().name, list(items), started, time.monotonic()))
+        return [f"{key}:{item}" for item in items]
+
+    jobs = [("a", [index]) for index in range(6)]
+    results = run_batches(MicroBatcher(slow, window=0.05, workers=2), jobs)
+    assert results == [[f"a:{index}"] for index in range(6)]
+    assert sorted(len(items) for _, items, _, _ in spans) == [3, 3]  # a fair share each
+    (first, _, start_a, end_a), (second, _, start_b, end_b) = spans
+    assert first != second and start_a < end_b and start_b < end_a  # they overlapped
