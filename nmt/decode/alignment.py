@@ -8,6 +8,9 @@ from collections.abc import Sequence
 
 import torch
 
+from nmt.data.tokenizer import Vocab
+from nmt.decode.search import Hypothesis
+
 WORD_START = "\u2581"  # SentencePiece's '▁': a piece starting with it begins a word
 
 
@@ -47,3 +50,18 @@ def word_alignment(
 def pharaoh(pairs: Sequence[tuple[int, int]]) -> str:
     """'0-0 1-2 ...': source index - target index, the format of Moses and fast_align."""
     return " ".join(f"{i}-{j}" for i, j in pairs)
+
+
+def hypothesis_alignment(hypothesis: Hypothesis, src_pieces: list[str], tgt: Vocab) -> str:
+    """Pharaoh word alignment of the tokens that appear in the text (pad and bos decode to
+    nothing), as `nmt translate --alignments` and the server's `align` give it."""
+    specials = {tgt.pad_id, tgt.bos_id, tgt.eos_id}
+    rows = [i for i, token in enumerate(hypothesis.tokens) if token not in specials]
+    tgt_pieces = tgt.pieces([hypothesis.tokens[i] for i in rows])
+    return pharaoh(word_alignment(hypothesis.attention[rows], src_pieces, tgt_pieces))
+
+
+def step_labels(hypothesis: Hypothesis, tgt: Vocab) -> list[str]:
+    """One target label per attention row: the subwords, then '</s>' for the eos step."""
+    pieces = tgt.pieces(hypothesis.tokens)
+    return pieces + ["</s>"] * (hypothesis.attention.size(0) - len(pieces))

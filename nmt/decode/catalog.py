@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from nmt.config import DecodeConfig, Experiment
-from nmt.decode.lines import _alignment
+from nmt.decode.alignment import hypothesis_alignment, step_labels
 from nmt.decode.search import Hypothesis
 from nmt.decode.translator import Translation, Translator, load_translator
 from nmt.errors import UserError
@@ -138,7 +138,7 @@ def answers(translator: Translator, item: Item, translation: Translation) -> lis
             "truncated": translation.truncated,
         }
         if item.alignments:
-            answer["align"] = _alignment(hypothesis, src_pieces, tokenizer.tgt)
+            answer["align"] = hypothesis_alignment(hypothesis, src_pieces, tokenizer.tgt)
         if item.attention:
             answer["attention"] = attention_json(hypothesis, src_pieces, translator)
         result.append(answer)
@@ -156,11 +156,9 @@ def answers(translator: Translator, item: Item, translation: Translation) -> lis
 def attention_json(hypothesis: Hypothesis, src_pieces: list[str], translator: Translator) -> dict:
     """Subwords of both sides (target: one per step, '</s>' for the eos step) and the
     weights per head, [H][T][S], rounded to 4 decimals to keep answers small."""
-    steps = hypothesis.attention.size(0)
-    tgt_pieces = translator.tokenizer.tgt.pieces(hypothesis.tokens)
     weights = hypothesis.attention.permute(1, 0, 2)  # [T, H, S] -> [H, T, S]
     return {
         "src_tokens": src_pieces,
-        "tgt_tokens": tgt_pieces + ["</s>"] * (steps - len(tgt_pieces)),
+        "tgt_tokens": step_labels(hypothesis, translator.tokenizer.tgt),
         "weights": torch.round(weights.double(), decimals=4).tolist(),  # 0.1141, not 0.11410000175
     }

@@ -19,9 +19,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from nmt.data.tokenizer import Vocab
-from nmt.decode.alignment import pharaoh, word_alignment
-from nmt.decode.search import Hypothesis
+from nmt.decode.alignment import hypothesis_alignment, step_labels
 from nmt.decode.translator import Translation, Translator
 from nmt.errors import UserError
 
@@ -90,7 +88,7 @@ def format_translation(
         (
             text,
             hypothesis.normalised_score(decode.alpha),
-            _alignment(hypothesis, src_pieces, tokenizer.tgt) if alignments else "",
+            hypothesis_alignment(hypothesis, src_pieces, tokenizer.tgt) if alignments else "",
         )
         for hypothesis, text in zip(translation.hypotheses, translation.texts, strict=True)
     ] or [("", 0.0, "")] * decode.nbest
@@ -99,14 +97,6 @@ def format_translation(
         fields = [str(index), text, f"{score:.4f}"] if decode.nbest > 1 else [text]
         lines.append(" ||| ".join([*fields, alignment] if alignments else fields))
     return lines
-
-
-def _alignment(hypothesis: Hypothesis, src_pieces: list[str], tgt: Vocab) -> str:
-    """Word alignment of the tokens that appear in the text (pad and bos decode to nothing)."""
-    specials = {tgt.pad_id, tgt.bos_id, tgt.eos_id}
-    rows = [i for i, token in enumerate(hypothesis.tokens) if token not in specials]
-    tgt_pieces = tgt.pieces([hypothesis.tokens[i] for i in rows])
-    return pharaoh(word_alignment(hypothesis.attention[rows], src_pieces, tgt_pieces))
 
 
 def plot_translation(
@@ -118,12 +108,10 @@ def plot_translation(
     from nmt.plots import plot_attention
 
     tokenizer, best = translator.tokenizer, translation.hypotheses[0]
-    steps = best.attention.size(0)
-    tgt_labels = tokenizer.tgt.pieces(best.tokens) + ["</s>"] * (steps - len(best.tokens))
     plot_attention(
         best.attention,
         tokenizer.src.pieces(translation.src_ids),
-        tgt_labels,
+        step_labels(best, tokenizer.tgt),
         plot_dir / f"{index:05d}.png",
         title=f"sentence {index}",
     )

@@ -14,10 +14,11 @@ import torch
 from nmt.config import Experiment
 from nmt.data.batching import make_batch
 from nmt.data.corpus import Corpus
+from nmt.data.splits import ParallelText
 from nmt.data.tokenizer import Tokenizer
+from nmt.decode.evaluation import evaluate
 from nmt.decode.translator import Translator
 from nmt.model.seq2seq import Seq2Seq
-from nmt.scoring import score
 from nmt.train.precision import Precision
 from nmt.train.progress import Progress
 from nmt.train.rng import rng_preserved
@@ -43,14 +44,12 @@ class Validator:
     def record(self, progress: Progress) -> dict:
         """The validation record of the model as it stands at `progress.step`."""
         valid, limit = self.corpus.valid, self.config.train.valid_max_sentences
-        src, refs = valid.src[:limit], valid.tgt[:limit]
+        text = ParallelText(valid.src[:limit], valid.tgt[:limit], valid.origin)
         tokenizer, batch_size = self.corpus.tokenizer, self.config.decode.batch_size
-        with rng_preserved(), torch.no_grad():
-            with self.precision.autocast():
-                translator = Translator(self.model, tokenizer, self.config.decode.greedy())
-                hypotheses = [t.text for t in translator.translate(src)]
-                loss = valid_loss(self.model, tokenizer, src, refs, batch_size, self.device)
-            scores = score(hypotheses, refs)
+        with rng_preserved(), torch.no_grad(), self.precision.autocast():
+            translator = Translator(self.model, tokenizer, self.config.decode.greedy())
+            scores = evaluate(translator, text).scores
+            loss = valid_loss(self.model, tokenizer, text.src, text.tgt, batch_size, self.device)
             return {
                 "step": progress.step,
                 "valid_loss": round(loss, 4),
