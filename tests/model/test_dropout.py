@@ -11,7 +11,23 @@ def test_drops_about_p_and_scales_what_it_keeps():
     y = dropout(x)
     dropped = (y == 0).float().mean().item()
     assert abs(dropped - 0.3) < 0.003  # 1e6 draws: the standard error is under 0.0005
-    assert torch.allclose(y[y != 0], torch.tensor(1 / 0.7))
+    rounded = round(0.3 * 2**16) / 2**16  # the rate as a multiple of 2^-16
+    assert abs(rounded - 0.3) < 2**-17
+    assert torch.allclose(y[y != 0], torch.tensor(1 / (1 - rounded)), rtol=1e-6)
+    assert abs(y.mean().item() - 1) < 0.005  # unbiased: the expectation is x
+
+
+def test_every_element_of_a_random_word_is_dropped_alike():
+    """One 64-bit draw makes the numbers of four neighbouring elements: none is skewed."""
+    y = Dropout(0.5).train()(torch.ones(250_000, 4))
+    for lane in range(4):
+        assert abs((y[:, lane] == 0).float().mean().item() - 0.5) < 0.005
+
+
+def test_any_shape_gets_a_mask_of_its_own_shape():
+    x = torch.ones(3, 7, 5)  # 105 elements: not a multiple of four
+    y = Dropout(0.5).train()(x)
+    assert y.shape == x.shape and set(y.unique().tolist()) <= {0.0, 2.0}
 
 
 def test_gradient_is_the_mask():
