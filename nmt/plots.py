@@ -5,6 +5,13 @@
 - `plot_curves`: from RUN/metrics.jsonl, loss.png (train and valid loss) and bleu.png. The
   train loss is label-smoothed and averaged over each log window; the valid loss is plain
   cross-entropy per target token, so the two lines differ by roughly the smoothing term.
+- `plot_comparison`: several runs overlaid, one line per run (labelled by its directory
+  name, or its path where two names collide) and one colour per run throughout:
+  compare_loss.png (rows: train loss, valid loss) and compare_bleu.png (valid BLEU), each
+  row with two panels, against step and against minutes of training. The minutes are the
+  `minutes` every log and validation record carries: wall-clock time since training began,
+  validation included, counted across resumes. So "which variant learns faster per
+  minute" is the right-hand panel.
 
 matplotlib is imported inside the functions and draws with its Agg backend, so translating
 without plots never pays for it and plotting works without a display.
@@ -16,12 +23,26 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from nmt.errors import UserError
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 HEAD_COLUMNS = 4
+# The x axes of a comparison, one column each: (record key, axis label).
+COMPARISON_AXES = (("step", "step"), ("minutes", "minutes of training (wall clock)"))
+# A comparison's files, one row of panels per (axis label, record key).
+COMPARISONS = {
+    "compare_loss.png": (
+        ("train loss per target token", "loss"),
+        ("valid loss per target token", "valid_loss"),
+    ),
+    "compare_bleu.png": (("valid BLEU", "valid_bleu"),),
+}
 
 
 def plot_attention(
@@ -87,10 +108,10 @@ def read_metrics(run_dir: Path) -> list[dict]:
     return records
 
 
-def series(records: list[dict], key: str) -> tuple[list[int], list[float]]:
-    """(steps, values) of the records that carry `key`."""
-    points = [(r["step"], r[key]) for r in records if key in r and "step" in r]
-    return [s for s, _ in points], [v for _, v in points]
+def series(records: list[dict], key: str, x: str = "step") -> tuple[list[float], list[float]]:
+    """(x values, values) of the records that carry both `x` (step or minutes) and `key`."""
+    points = [(r[x], r[key]) for r in records if key in r and x in r]
+    return [at for at, _ in points], [value for _, value in points]
 
 
 def plot_curves(run_dir: Path, output: Path | None = None) -> list[Path]:
@@ -128,3 +149,51 @@ def plot_curves(run_dir: Path, output: Path | None = None) -> list[Path]:
         plt.close(figure)
         written.append(output / name)
     return written
+
+
+def run_labels(run_dirs: Sequence[Path]) -> list[str]:
+    """Each run's directory name, or its path where two runs' names collide."""
+    names = [run_dir.resolve().name for run_dir in run_dirs]
+    return [
+        str(run_dir) if names.count(name) > 1 else name
+        for run_dir, name in zip(run_dirs, names, strict=True)
+    ]
+
+
+def plot_comparison(run_dirs: Sequence[Path], output: Path) -> list[Path]:
+    """Writes compare_loss.png and compare_bleu.png of several runs into `output`."""
+    resolved = [run_dir.resolve() for run_dir in run_dirs]
+    for run_dir, path in zip(run_dirs, resolved, strict=True):
+        if resolved.count(path) > 1:
+            raise UserError(f"{run_dir} is given more than once; name each run directory once.")
+    runs = {label: read_metrics(d) for label, d in zip(run_labels(run_dirs), run_dirs, strict=True)}
+    output.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, rows in COMPARISONS.items():
+        comparison_figure(runs, rows).savefig(output / name, dpi=100)
+        written.append(output / name)
+    return written
+
+
+def comparison_figure(runs: dict[str, list[dict]], rows: Sequence[tuple[str, str]]) -> Figure:
+    """One row of panels per (axis label, record key) in `rows`, one column per x axis of
+    COMPARISON_AXES, one line per run of `runs` (label -> records) that has such points."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(11, 0.5 + 3.5 * len(rows)), layout="constrained")
+    FigureCanvasAgg(figure)
+    panels = figure.subplots(len(rows), len(COMPARISON_AXES), squeeze=False)
+    for (ylabel, key), row in zip(rows, panels, strict=True):
+        for (x, xlabel), axes in zip(COMPARISON_AXES, row, strict=True):
+            for colour, (label, records) in enumerate(runs.items()):
+                xs, values = series(records, key, x)
+                if xs:
+                    marker = "o" if len(xs) < 30 else None
+                    axes.plot(xs, values, color=f"C{colour}", marker=marker, label=label)
+            axes.set_xlabel(xlabel)
+            axes.set_ylabel(ylabel)
+            axes.grid(alpha=0.3)
+            if axes.lines:
+                axes.legend(fontsize=8)
+    return figure

@@ -103,33 +103,43 @@ def average(
 
 
 def plot(
-    run_dir: Annotated[
-        Path,
-        # hidden: Typer would print its type, <path>; the docstring says what RUN_DIR is
+    run_dirs: Annotated[
+        list[Path],
+        # hidden: Typer would print its type, <list[Path]>; the docstring says what RUN_DIR is
         typer.Argument(metavar="RUN_DIR", hidden=True),
     ],
     output: Annotated[
         Path | None,
         typer.Option(
-            metavar="DIR", help="Directory for the PNG files (default: the run directory)."
+            metavar="DIR",
+            help="Directory for the PNG files (default: the run directory with one run, "
+            "the current directory with several).",
         ),
     ] = None,
 ) -> None:
-    """Plot train loss, valid loss and valid BLEU against step from RUN_DIR/metrics.jsonl.
+    """Plot train loss, valid loss and valid BLEU from RUN_DIR/metrics.jsonl, or compare runs.
 
-    RUN_DIR is a run directory written by nmt train; loss.png and bleu.png go into it, or
-    into --output.
+    Each RUN_DIR is a run directory written by nmt train. With one, loss.png and bleu.png
+    (against step) go into it, or into --output. With several, compare_loss.png (train and
+    valid loss) and compare_bleu.png (valid BLEU) overlay them, one line per run labelled by
+    its directory name, each in two panels: against step and against minutes of training
+    (wall clock, validation included); they go into the current directory, or into --output.
 
     \b
     Examples:
       nmt plot runs/demo
       nmt plot runs/demo --output plots/
+      nmt plot runs/rnnsearch runs/multihead --output plots/
     """
 
     def action() -> None:
-        from nmt.plots import plot_curves
+        from nmt.plots import plot_comparison, plot_curves
 
-        for path in plot_curves(run_dir, output):
+        if len(run_dirs) == 1:
+            paths = plot_curves(run_dirs[0], output)
+        else:
+            paths = plot_comparison(run_dirs, output or Path("."))
+        for path in paths:
             typer.echo(str(path))
 
     guarded(action)
