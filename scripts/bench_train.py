@@ -57,6 +57,8 @@ def sentence_macs(model, src_len: int, tgt_steps: int, vocab_size: int) -> int:
     if enc.type in ("self_attention", "birnn_self_attention"):
         per_token = 4 * memory * memory + 2 * src_len * memory + 2 * memory * enc.ff_dim
         macs += enc.layers * src_len * per_token
+    if dec.type == "transformer":
+        return macs + transformer_decoder_macs(model, src_len, tgt_steps, vocab_size)
     hidden, emb = dec.hidden_dim, dec.emb_dim
     final = enc.hidden_dim if enc.type != "self_attention" else memory
     macs += final * hidden  # s_0
@@ -82,6 +84,21 @@ def sentence_macs(model, src_len: int, tgt_steps: int, vocab_size: int) -> int:
     pieces = 2 if dec.output == "maxout" else 1
     per_step += (hidden + emb + memory) * pieces * dec.out_dim + dec.out_dim * vocab_size
     return macs + tgt_steps * per_step
+
+
+def transformer_decoder_macs(model, src_len: int, tgt_steps: int, vocab_size: int) -> int:
+    """A Transformer decoder's products: per layer and target token the self-attention's four
+    projections and its causal scores and average (position i sees i + 1 positions), the
+    attention over the source (query and output projections, scores and average over S; keys
+    and values prepared once per sentence) and the feed-forward block; then the vocabulary."""
+    att, dec = model.attention, model.decoder
+    d, memory = dec.emb_dim, model.encoder.output_dim
+    causal_positions = (tgt_steps + 1) / 2  # the mean of 1..T
+    per_token = 4 * d * d + 2 * causal_positions * d
+    per_token += d * att.attn_dim + 2 * src_len * att.attn_dim + att.attn_dim * d
+    per_token += 2 * d * dec.ff_dim
+    prepared = 2 * src_len * memory * att.attn_dim
+    return int(dec.layers * (tgt_steps * per_token + prepared) + tgt_steps * d * vocab_size)
 
 
 def peak_rss_mb() -> float:

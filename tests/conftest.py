@@ -92,6 +92,43 @@ def set_options(*overrides: str) -> list[str]:
     return [option for override in overrides for option in ("--set", override)]
 
 
+# The demo corpus learnt in about a minute: a schedule for a short run, and a Transformer of
+# the demo's size (2 + 2 layers of width 64, one embedding matrix for both sides and output).
+DEMO_SHORT = ("train.max_minutes=null", "train.valid_every=100000", "train.log_every=100")
+DEMO_TRANSFORMER = (
+    "model.encoder.type=self_attention",
+    "model.encoder.hidden_dim=256",  # back to the default: a self-attention encoder has none
+    "model.encoder.layers=2",
+    "model.encoder.ff_dim=256",
+    "model.decoder.type=transformer",
+    "model.decoder.hidden_dim=512",  # back to the defaults: RNNsearch keys
+    "model.decoder.out_dim=256",
+    "model.decoder.layers=2",
+    "model.decoder.ff_dim=256",
+    "model.decoder.tie_embeddings=true",
+    "model.share_embeddings=true",
+    "model.attention.type=multihead",
+    "model.attention.attn_dim=64",
+    "model.attention.kv=separate",
+    "train.schedule=inverse_sqrt",
+    "train.warmup_steps=100",
+)
+
+
+def train_demo(run_dir: Path, *overrides: str) -> Path:
+    """Trains on the demo corpus through the command line; returns the run directory."""
+    args = ("train", "--config", DEMO_CONFIG, "--run-dir", run_dir)
+    result = nmt(*args, *set_options(*DEMO_SHORT, *overrides))
+    assert result.returncode == 0, result.stderr
+    return run_dir
+
+
+@pytest.fixture(scope="session")
+def demo_transformer(tmp_path_factory) -> Path:
+    """The run directory of a Transformer trained on the demo corpus (once per session)."""
+    return train_demo(tmp_path_factory.mktemp("demo-transformer"), *DEMO_TRANSFORMER)
+
+
 def tiny_train_args(run_dir: Path, corpus: Path | str, *extra: str) -> list[str]:
     """The arguments of `nmt train` for the tiny experiment on `corpus`, run in `run_dir`."""
     args = ["train", "--config", DEMO_CONFIG, "--run-dir", run_dir]

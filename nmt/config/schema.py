@@ -129,7 +129,8 @@ class EncoderConfig:
     | birnn_self_attention | self-attention layers on one BiRNN   | rnn, hidden_dim, heads, ff_dim |
 
     `hidden_dim` is per direction, so a BiRNN's annotations have 2 * hidden_dim features;
-    without one they have emb_dim (`output_dim`).
+    without one they have emb_dim (`output_dim`). `norm` places the self-attention layers'
+    layer normalisation: before each sub-layer (pre) or after its residual sum (post).
     """
 
     type: Literal["birnn", "self_attention", "birnn_self_attention"] = "birnn"
@@ -139,6 +140,7 @@ class EncoderConfig:
     layers: int = 1
     heads: int = 4
     ff_dim: int = 1024
+    norm: Literal["pre", "post"] = "pre"
     dropout: float = 0.2
 
     def __post_init__(self) -> None:
@@ -148,7 +150,7 @@ class EncoderConfig:
         for key in ("rnn", "hidden_dim"):
             users = f"only types birnn and birnn_self_attention use it, not {self.type!r}"
             _unused(self, key, recurrent, users, "change the type")
-        for key in ("heads", "ff_dim"):
+        for key in ("heads", "ff_dim", "norm"):
             users = f"only types self_attention and birnn_self_attention use it, not {self.type!r}"
             _unused(self, key, attending, users, "change the type")
         if attending:
@@ -171,6 +173,10 @@ class AttentionConfig:
     and general scores by sqrt(d) (multihead always is, additive never). `kv`: keys and values
     both the encoder states (shared) or distinct learned projections of them (separate).
     `dropout`: on the attention weights. `window`: local-p attention width D (null: global).
+    `normaliser`: scores to weights (nmt/model/normalisers.py): softmax, sparsemax, entmax15
+    (sparse: exact zeros), or hard (one position; trained by straight-through Gumbel-softmax
+    at a temperature falling from `temperature_start` to `temperature_end` over
+    `temperature_steps` updates).
     """
 
     type: Literal["additive", "dot", "general", "multihead"] = "additive"
@@ -180,10 +186,23 @@ class AttentionConfig:
     kv: Literal["shared", "separate"] = "shared"
     dropout: float = 0.0
     window: int | None = None
+    normaliser: Literal["softmax", "sparsemax", "entmax15", "hard"] = "softmax"
+    temperature_start: float = 1.0
+    temperature_end: float = 0.5
+    temperature_steps: int = 10_000
 
     def __post_init__(self) -> None:
-        _positive(self, "attn_dim", "heads")
+        _positive(self, "attn_dim", "heads", "temperature_steps")
         _probability(self, "dropout")
+        _require(
+            0 < self.temperature_end <= self.temperature_start,
+            "temperature_end",
+            f"must be in (0, temperature_start={self.temperature_start}], got "
+            f"{self.temperature_end}",
+        )
+        for key in ("temperature_start", "temperature_end", "temperature_steps"):
+            users = f"only normaliser hard uses it, not {self.normaliser!r}"
+            _unused(self, key, self.normaliser == "hard", users, "set normaliser: hard")
         _require(self.window is None or self.window > 0, "window", "must be positive or null")
         multihead, dot = self.type == "multihead", self.type in ("dot", "general")
         users = f"only type multihead uses it, not {self.type!r}"
@@ -202,31 +221,83 @@ class AttentionConfig:
 
 @dataclass(frozen=True)
 class DecoderConfig:
+    """The target side. `emb_dim`, `dropout` and `tie_embeddings` (output projection = target
+    embeddings) apply to both types; the rest depends on it:
+
+    | type        | what it is                                   | also reads                  |
+    |-------------|----------------------------------------------|-----------------------------|
+    | rnnsearch   | GRU, s_{i-1} attends, deep output            | hidden_dim, output, out_dim |
+    | transformer | `layers` of masked self-attention, attention | layers, heads, ff_dim, norm |
+    |             | over the source, feed-forward; width emb_dim |                             |
+
+    A Transformer's `dropout` acts on its residual paths and feed-forward blocks; its
+    attention weights take `model.attention.dropout` (self- and cross-attention alike).
+    """
+
+    type: Literal["rnnsearch", "transformer"] = "rnnsearch"
     emb_dim: int = 256
     hidden_dim: int = 512
     output: Literal["maxout", "tanh"] = "maxout"
     out_dim: int = 256
+    layers: int = 6
+    heads: int = 4
+    ff_dim: int = 1024
+    norm: Literal["pre", "post"] = "pre"
     dropout: float = 0.2
     tie_embeddings: bool = False
 
     def __post_init__(self) -> None:
-        _positive(self, "emb_dim", "hidden_dim", "out_dim")
+        _positive(self, "emb_dim", "hidden_dim", "out_dim", "layers", "heads", "ff_dim")
         _probability(self, "dropout")
+        rnn = self.type == "rnnsearch"
+        for key in ("hidden_dim", "output", "out_dim"):
+            users = f"only type rnnsearch uses it, not {self.type!r}"
+            _unused(self, key, rnn, users, "set type: rnnsearch")
+        for key in ("layers", "heads", "ff_dim", "norm"):
+            users = f"only type transformer uses it, not {self.type!r}"
+            _unused(self, key, not rnn, users, "set type: transformer")
         _require(
-            not self.tie_embeddings or self.out_dim == self.emb_dim,
+            not (rnn and self.tie_embeddings) or self.out_dim == self.emb_dim,
             "tie_embeddings",
             f"needs out_dim == emb_dim (got {self.out_dim} and {self.emb_dim})",
         )
+        _require(
+            rnn or self.emb_dim % self.heads == 0,
+            "heads",
+            f"must divide the Transformer width emb_dim {self.emb_dim}, got {self.heads}",
+        )
+
+    @property
+    def state_dim(self) -> int:
+        """Size of the decoder state that queries the attention."""
+        return self.hidden_dim if self.type == "rnnsearch" else self.emb_dim
 
 
 @dataclass(frozen=True)
 class ModelConfig:
+    """`attention` is the decoder's attention over the source (a Transformer's cross-attention).
+    `share_embeddings`: source and target embeddings are one matrix, which needs a joint
+    SentencePiece model; with decoder.tie_embeddings the output projection is it too."""
+
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
     decoder: DecoderConfig = field(default_factory=DecoderConfig)
     attention: AttentionConfig = field(default_factory=AttentionConfig)
+    share_embeddings: bool = False
 
     def __post_init__(self) -> None:
-        query, memory = self.decoder.hidden_dim, self.encoder.output_dim
+        query, memory = self.decoder.state_dim, self.encoder.output_dim
+        _require(
+            not self.share_embeddings or self.encoder.emb_dim == self.decoder.emb_dim,
+            "share_embeddings",
+            f"needs encoder.emb_dim == decoder.emb_dim (got {self.encoder.emb_dim} and "
+            f"{self.decoder.emb_dim})",
+        )
+        _require(
+            self.decoder.type != "transformer" or memory == query,
+            "decoder.emb_dim",
+            f"a Transformer decoder adds the attention's context to its states, so its width "
+            f"must equal the encoder's state size {memory}, got {query}",
+        )
         if self.attention.type == "dot" and self.attention.kv == "shared":
             _require(
                 query == memory,
@@ -347,6 +418,12 @@ class Experiment:
         users = "only training SentencePiece and writing the demo corpus use it, and neither runs"
         used = tokenizer.model is None or (data.demo and not data.path)
         _unused(data, "cache_dir", used, users, "set tokenizer.model: null", section="data")
+        _require(
+            tokenizer.joint or not self.model.share_embeddings,
+            "model.share_embeddings",
+            "needs one vocabulary for both languages; set tokenizer.joint: true (or give a "
+            "joint tokenizer.model), or share_embeddings: false",
+        )
 
 
 def _positive(config: Any, *names: str) -> None:

@@ -1,8 +1,9 @@
 """Attention: score a query against source states, average the values by the weights.
 
 Every variant is one `Attention` built from a scorer (additive, dot, general or multi-head)
-plus the value and output projections; the softmax, the local window, dropout on the
-weights and the weighted average are shared. `prepare(states, mask)` runs once per source
+plus the value and output projections; the normaliser that turns scores into weights
+(softmax, sparsemax, 1.5-entmax or hard: nmt/model/normalisers.py), the local window, dropout
+on the weights and the weighted average are shared. `prepare(states, mask)` runs once per source
 batch and returns a `Memory` (projected keys and values, so nothing is recomputed at every
 target step); `forward(query, memory)` returns the context and the weights. The prepared
 memory travels with the decoder state, so beam search can reorder it and no per-sentence
@@ -18,27 +19,47 @@ from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from nmt.config import AttentionConfig
 from nmt.model.dropout import Dropout
+from nmt.model.normalisers import build_normaliser
 
 
 class Memory(NamedTuple):
-    """What a query attends over; every field has batch first so `index_select(0)` reorders it."""
+    """What a query attends over; every field has batch first so `index_select(0)` reorders it,
+    and positions second to last (`mask`: last), so a decoder can append its newest position."""
 
     keys: torch.Tensor  # scorer-specific layout, e.g. [B, S, A] or [B, H, S, d]
     values: torch.Tensor  # [B, H, S, d_v]
-    mask: torch.Tensor  # [B, S] True on real source tokens
+    mask: torch.Tensor | None  # [B, S] True on real positions; None: all real
 
     def select(self, indices: torch.Tensor) -> Memory:
-        return Memory(*(field.index_select(0, indices) for field in self))
+        return Memory(*(None if f is None else f.index_select(0, indices) for f in self))
+
+    def extended(self, newer: Memory) -> Memory:
+        """This memory followed by `newer`'s positions (a self-attention cache, one step on)."""
+        if self.mask is not None or newer.mask is not None:
+            raise ValueError("only memories without padding (mask None) are extended")
+        return Memory(
+            torch.cat([self.keys, newer.keys], -2), torch.cat([self.values, newer.values], -2), None
+        )
 
 
-def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Softmax over the last dim, padded positions exactly 0. scores [B, ..., S], mask [B, S]."""
-    shape = (mask.size(0),) + (1,) * (scores.dim() - 2) + (mask.size(1),)
-    return scores.masked_fill(~mask.view(shape), float("-inf")).softmax(dim=-1)
+def allowed_positions(
+    mask: torch.Tensor | None, queries: int, positions: int, causal: bool, device: torch.device
+) -> torch.Tensor | None:
+    """Which positions each query may see, [B or 1, T or 1, 1, S] (None: all of them).
+
+    `causal`: query i of the last T positions sees positions up to its own, S - T + i."""
+    allowed = None if mask is None else mask[:, None, None, :]
+    if causal:
+        offset = positions - queries
+        rows = torch.arange(queries, device=device)[:, None] + offset
+        past = (torch.arange(positions, device=device)[None, :] <= rows)[None, :, None, :]
+        allowed = past if allowed is None else allowed & past
+    return allowed
 
 
 class Scorer(Protocol):
@@ -66,9 +87,9 @@ class AdditiveScorer(nn.Module):
         return 2 * self.key_proj(states)  # [B, S, A], doubled for `scores`
 
     def scores(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """v^T tanh(x) = 2 v^T sigmoid(2x) - sum(v): the constant drops out of the softmax over
-        j, so the weights are the paper's, and sigmoid runs several times faster than tanh on
-        CPUs. The keys come doubled from `keys`."""
+        """v^T tanh(x) = 2 v^T sigmoid(2x) - sum(v): the constant drops out of the normaliser
+        over j (each is shift-invariant), so the weights are the paper's, and sigmoid runs
+        several times faster than tanh on CPUs. The keys come doubled from `keys`."""
         hidden = torch.sigmoid(2 * self.query_proj(query)[:, :, None, :] + keys[:, None, :, :])
         return 2 * self.energy(hidden).transpose(2, 3)  # [B, T, S, 1] -> [B, T, 1, S]
 
@@ -149,6 +170,7 @@ class Attention(nn.Module):
         context_dim: int,
         window: LocalWindow | None = None,
         dropout: float = 0.0,
+        normaliser: str = "softmax",
     ):
         super().__init__()
         self.scorer = scorer
@@ -157,21 +179,61 @@ class Attention(nn.Module):
         self.window = window
         self.dropout = Dropout(dropout)
         self.context_dim = context_dim
+        self.normaliser = build_normaliser(normaliser)
+        # the fused kernel computes softmax attention, and multi-head scores only
+        self.fusable = (
+            normaliser == "softmax" and window is None and isinstance(scorer, MultiHeadScorer)
+        )
 
-    def prepare(self, states: torch.Tensor, mask: torch.Tensor) -> Memory:
-        """states [B, S, D], mask [B, S] -> the memory every target step attends over."""
+    def prepare(self, states: torch.Tensor, mask: torch.Tensor | None) -> Memory:
+        """states [B, S, D], mask [B, S] (None: no padding) -> the memory queries attend over."""
         keys = self.scorer.keys(states)
         values = split_heads(self.value_proj(states), self.scorer.heads)  # [B, H, S, d_v]
         return Memory(keys, values, mask)
 
-    def forward(self, query: torch.Tensor, memory: Memory) -> tuple[torch.Tensor, torch.Tensor]:
-        """query [B, T, Q] -> context [B, T, C], weights [B, T, H, S]."""
+    def forward(
+        self, query: torch.Tensor, memory: Memory, causal: bool = False, need_weights: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """query [B, T, Q] -> context [B, T, C], weights [B, T, H, S] (None unless needed).
+
+        `causal`: the memory's last T positions are the queries' own, and none sees a later one.
+        Without weights to return, multi-head attention runs as one fused
+        `scaled_dot_product_attention`, which never holds the [B, H, T, S] weights in memory.
+        """
+        if not need_weights and self.fusable:
+            return self._fused(query, memory, causal), None
         scores = self.scorer.scores(query, memory.keys)
         if self.window is not None:
             scores = scores + self.window.log_bias(query, memory.mask)
-        weights = masked_softmax(scores, memory.mask)
+        positions = scores.size(-1)
+        allowed = allowed_positions(memory.mask, query.size(1), positions, causal, query.device)
+        weights = self.normaliser(scores, allowed)
         heads = self.dropout(weights).transpose(1, 2) @ memory.values  # [B, H, T, d_v]
-        return self.output_proj(heads.transpose(1, 2).flatten(2)), weights  # [B, T, H * d_v]
+        return self._output(heads), weights
+
+    def _fused(self, query: torch.Tensor, memory: Memory, causal: bool) -> torch.Tensor:
+        queries = split_heads(self.scorer.query_proj(query), self.scorer.heads)  # [B, H, T, d]
+        dropout = self.dropout.p if self.training else 0.0
+        positions = memory.keys.size(-2)
+        if memory.mask is None and (not causal or positions == query.size(1)):
+            allowed = None  # the kernel's own causal mask, or none at all
+        else:
+            allowed = allowed_positions(memory.mask, query.size(1), positions, causal, query.device)
+            allowed, causal = allowed.transpose(1, 2), False  # [B, 1, T, S]: heads second
+        heads = F.scaled_dot_product_attention(
+            queries,
+            memory.keys,
+            memory.values,
+            attn_mask=allowed,
+            dropout_p=dropout,
+            is_causal=causal,
+            scale=self.scorer.scale,
+        )
+        return self._output(heads)
+
+    def _output(self, heads: torch.Tensor) -> torch.Tensor:
+        """heads [B, H, T, d_v] -> [B, T, C]."""
+        return self.output_proj(heads.transpose(1, 2).flatten(2))
 
 
 def _projection(in_dim: int, out_dim: int) -> nn.Module:
@@ -184,7 +246,9 @@ def _single_head(
     """Soft attention: values are the states themselves (kv: shared) or a projection of them."""
     values = nn.Identity() if config.kv == "shared" else _projection(memory_dim, memory_dim)
     window = _window(config, query_dim)
-    return Attention(scorer, values, nn.Identity(), memory_dim, window, config.dropout)
+    return Attention(
+        scorer, values, nn.Identity(), memory_dim, window, config.dropout, config.normaliser
+    )
 
 
 def _window(config: AttentionConfig, query_dim: int) -> LocalWindow | None:
@@ -211,7 +275,8 @@ def _multihead(config: AttentionConfig, query_dim: int, memory_dim: int) -> Atte
     scorer = MultiHeadScorer(query_dim, memory_dim, config.attn_dim, config.heads)
     values = scorer.key_proj if config.kv == "shared" else _projection(memory_dim, config.attn_dim)
     output = _projection(config.attn_dim, memory_dim)
-    return Attention(scorer, values, output, memory_dim, _window(config, query_dim), config.dropout)
+    window = _window(config, query_dim)
+    return Attention(scorer, values, output, memory_dim, window, config.dropout, config.normaliser)
 
 
 ATTENTIONS: dict[str, Callable[[AttentionConfig, int, int], Attention]] = {

@@ -4,8 +4,8 @@ A decoder is run two ways. Training runs it teacher-forced over all target posit
 (`forward`); search runs it one token at a time (`step`), carrying a state that holds all it
 needs from earlier steps, including what the attention prepared from the source. Search
 reorders that state with `select` to follow beam back-pointers, so nothing about a sentence
-may live on the module itself. RNNsearch (nmt/model/rnnsearch.py) implements this; another
-decoder, e.g. a Transformer whose state caches each layer's keys and values, plugs in beside it.
+may live on the module itself. RNNsearch (nmt/model/rnnsearch.py) and the Transformer
+(nmt/model/transformer.py, whose state caches each layer's keys and values) implement this.
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ class Decoder(Protocol):
         ...
 
     def forward(
-        self, state: DecoderState, tgt_in: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        self, state: DecoderState, tgt_in: torch.Tensor, need_weights: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Teacher forcing. tgt_in [B, T] -> output features [B, T, D] (logits are
-        `generator(features)`, left to the loss to fuse), attention weights [B, T, H, S]."""
+        `generator(features)`, left to the loss to fuse), attention weights [B, T, H, S];
+        a decoder may return None for the weights when they are not needed."""
         ...
 
     def step(

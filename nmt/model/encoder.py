@@ -2,7 +2,8 @@
 
 `birnn` is the RNNsearch encoder; `self_attention` replaces it with Transformer encoder
 layers (query = key = value = the source words); `birnn_self_attention` puts such layers
-on top of a BiRNN. The self-attention is the same multi-head `Attention` the decoder can use.
+on top of a BiRNN. Those are the Transformer layers of nmt/model/layers.py, which the
+Transformer decoder shares.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from nmt.config import AttentionConfig, EncoderConfig
-from nmt.model.attention import build_attention
+from nmt.config import EncoderConfig
 from nmt.model.dropout import Dropout
+from nmt.model.layers import TransformerEncoderStack, sinusoid_positions
 
 
 @dataclass
@@ -64,57 +65,6 @@ class BiRNN(nn.Module):
         states, _ = pad_packed_sequence(outputs, batch_first=True, total_length=embedded.size(1))
         hidden = last[0] if isinstance(last, tuple) else last  # [layers * 2, B, H]
         return states, hidden[-1]
-
-
-class SelfAttentionLayer(nn.Module):
-    """Pre-norm Transformer encoder layer: x + SelfAttn(LN x), then x + FFN(LN x)."""
-
-    def __init__(self, dim: int, heads: int, ff_dim: int, dropout: float):
-        super().__init__()
-        config = AttentionConfig(
-            type="multihead", attn_dim=dim, heads=heads, kv="separate", dropout=dropout
-        )
-        self.attention = build_attention(config, dim, dim)
-        self.attention_norm = nn.LayerNorm(dim)
-        self.feed_forward = nn.Sequential(
-            nn.Linear(dim, ff_dim), nn.ReLU(), Dropout(dropout), nn.Linear(ff_dim, dim)
-        )
-        self.feed_forward_norm = nn.LayerNorm(dim)
-        self.dropout = Dropout(dropout)
-
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """x [B, S, D], mask [B, S] -> [B, S, D]; padded rows never influence real ones."""
-        normed = self.attention_norm(x)
-        context, _ = self.attention(normed, self.attention.prepare(normed, mask))
-        x = x + self.dropout(context)
-        return x + self.dropout(self.feed_forward(self.feed_forward_norm(x)))
-
-
-class SelfAttentionStack(nn.Module):
-    def __init__(self, dim: int, layers: int, heads: int, ff_dim: int, dropout: float):
-        super().__init__()
-        self.layers = nn.ModuleList(
-            SelfAttentionLayer(dim, heads, ff_dim, dropout) for _ in range(layers)
-        )
-        self.norm = nn.LayerNorm(dim)
-
-    def forward(
-        self, x: torch.Tensor, lengths: torch.Tensor, mask: torch.Tensor, final: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x [B, S, D] -> [B, S, D]; the summary from an earlier stage passes through."""
-        for layer in self.layers:
-            x = layer(x, mask)
-        return self.norm(x), final
-
-
-def sinusoid_positions(length: int, dim: int, device: torch.device) -> torch.Tensor:
-    """Vaswani et al. 2017 position encodings, [length, dim]."""
-    position = torch.arange(length, device=device, dtype=torch.float32)[:, None]
-    rate = torch.exp(torch.arange(0, dim, 2, device=device) * (-math.log(10000.0) / dim))
-    table = torch.zeros(length, dim, device=device)
-    table[:, 0::2] = torch.sin(position * rate)
-    table[:, 1::2] = torch.cos(position * rate[: dim // 2])
-    return table
 
 
 def masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -180,8 +130,8 @@ def _birnn(config: EncoderConfig, vocab_size: int, pad_id: int) -> Encoder:
 
 
 def _self_attention(config: EncoderConfig, vocab_size: int, pad_id: int) -> Encoder:
-    stack = SelfAttentionStack(
-        config.output_dim, config.layers, config.heads, config.ff_dim, config.dropout
+    stack = TransformerEncoderStack(
+        config.output_dim, config.layers, config.heads, config.ff_dim, config.dropout, config.norm
     )
     return Encoder(
         vocab_size,
@@ -198,8 +148,8 @@ def _self_attention(config: EncoderConfig, vocab_size: int, pad_id: int) -> Enco
 def _birnn_self_attention(config: EncoderConfig, vocab_size: int, pad_id: int) -> Encoder:
     """One BiRNN layer, then `layers` self-attention layers over its states."""
     rnn = BiRNN(config.emb_dim, config.hidden_dim, 1, config.rnn, config.dropout)
-    stack = SelfAttentionStack(
-        config.output_dim, config.layers, config.heads, config.ff_dim, config.dropout
+    stack = TransformerEncoderStack(
+        config.output_dim, config.layers, config.heads, config.ff_dim, config.dropout, config.norm
     )
     return Encoder(
         vocab_size,

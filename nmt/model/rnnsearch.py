@@ -62,10 +62,11 @@ class RNNSearchDecoder(nn.Module):
         return RNNSearchState(hidden, self.attention.prepare(encoded.states, encoded.mask))
 
     def forward(
-        self, state: RNNSearchState, tgt_in: torch.Tensor
+        self, state: RNNSearchState, tgt_in: torch.Tensor, need_weights: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Teacher forcing. tgt_in [B, T] -> output features [B, T, out_dim] (logits are
-        `generator(features)`), attention weights [B, T, H, S]."""
+        `generator(features)`), attention weights [B, T, H, S]. Each step's query needs the
+        step before, so the weights come at no extra cost and `need_weights` changes nothing."""
         embedded = self.dropout(self.embed(tgt_in))  # [B, T, E]
         # unbind, not [:, i]: its backward stacks the step gradients once, where [:, i] adds a
         # zero-filled [B, T, 3H] gradient per step.

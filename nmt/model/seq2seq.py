@@ -12,12 +12,13 @@ from typing import Protocol
 import torch
 from torch import nn
 
-from nmt.config import ModelConfig
+from nmt.config import ConfigError, ModelConfig
 from nmt.model.attention import build_attention
 from nmt.model.decoder import Decoder, DecoderState
 from nmt.model.encoder import EncoderOutput, build_encoder
 from nmt.model.loss import vocabulary_loss
 from nmt.model.rnnsearch import RNNSearchDecoder
+from nmt.model.transformer import TransformerDecoder
 
 
 class Vocabulary(Protocol):
@@ -61,7 +62,8 @@ class Seq2Seq(nn.Module):
     ) -> torch.Tensor:
         """The summed label-smoothed cross-entropy of the teacher-forced pass over the real
         target tokens of tgt_out [B, T]; divide by their number yourself."""
-        features, _ = self.decoder(self.init_state(self.encode(src, src_lengths)), tgt_in)
+        state = self.init_state(self.encode(src, src_lengths))
+        features, _ = self.decoder(state, tgt_in, need_weights=False)
         return vocabulary_loss(
             features, self.output_layer, tgt_out, self.tgt_pad_id, label_smoothing
         )
@@ -77,8 +79,22 @@ class Seq2Seq(nn.Module):
 def build_model(config: ModelConfig, src: Vocabulary, tgt: Vocabulary) -> Seq2Seq:
     """A freshly initialised model sized for the two vocabularies."""
     encoder = build_encoder(config.encoder, src.size, src.pad_id)
-    attention = build_attention(config.attention, config.decoder.hidden_dim, encoder.output_dim)
-    decoder = RNNSearchDecoder(tgt.size, config.decoder, attention, encoder.final_dim, tgt.pad_id)
+    decoder: Decoder
+    if config.decoder.type == "transformer":
+        decoder = TransformerDecoder(tgt.size, config.decoder, config.attention, tgt.pad_id)
+    else:
+        attention = build_attention(config.attention, config.decoder.hidden_dim, encoder.output_dim)
+        decoder = RNNSearchDecoder(
+            tgt.size, config.decoder, attention, encoder.final_dim, tgt.pad_id
+        )
+    if config.share_embeddings:
+        if src is not tgt and (src.size, src.pad_id) != (tgt.size, tgt.pad_id):
+            raise ConfigError(
+                "model.share_embeddings",
+                f"needs one vocabulary for both sides, got {src.size} source and {tgt.size} "
+                "target entries; train with tokenizer.joint: true",
+            )
+        encoder.embed.weight = decoder.embed.weight
     model = Seq2Seq(encoder, decoder, tgt.pad_id)
     _initialise(model)
     return model

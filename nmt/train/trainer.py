@@ -24,6 +24,7 @@ from nmt.data.corpus import Corpus
 from nmt.decode.evaluation import evaluate
 from nmt.decode.translator import load_translator
 from nmt.errors import UserError
+from nmt.model.normalisers import annealed_temperature, set_hard_temperature
 from nmt.model.seq2seq import Seq2Seq
 from nmt.train.distributed import Ranks
 from nmt.train.keeper import CheckpointKeeper
@@ -76,6 +77,7 @@ class Trainer:
         batches = self.batches()
         while (reason := stop_reason(progress, train, self.ranks, self.stop)) is None:
             set_lr(self.optimizer, lr_at(progress.step, train, progress.lr_reductions))
+            self._anneal_attention()
             result = self.train_step([next(batches) for _ in range(train.accum_steps)])
             if result is None:
                 skip_bad_batch(progress, train.max_bad_steps, self.run_dir)
@@ -96,6 +98,18 @@ class Trainer:
         scores = self.test() if self.ranks.is_main else {}
         self.ranks.barrier()
         return Outcome(reason, progress.step, scores, self.ranks.is_main)
+
+    def _anneal_attention(self) -> None:
+        """Hard attention's Gumbel-softmax temperature, a function of the step like the rate."""
+        attention = self.config.model.attention
+        if attention.normaliser == "hard":
+            temperature = annealed_temperature(
+                self.progress.step,
+                attention.temperature_steps,
+                attention.temperature_start,
+                attention.temperature_end,
+            )
+            set_hard_temperature(self.model, temperature)
 
     def batches(self) -> Iterator[Batch]:
         """This rank's batches from the data position on; see `train_batches`."""

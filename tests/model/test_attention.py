@@ -4,7 +4,12 @@ import pytest
 import torch
 
 from nmt.config import AttentionConfig
-from nmt.model.attention import ATTENTIONS, build_attention, masked_softmax
+from nmt.model.attention import (
+    ATTENTIONS,
+    Memory,
+    allowed_positions,
+    build_attention,
+)
 
 QUERY_DIM = MEMORY_DIM = 8
 # Small sizes where a type reads them; keys a type does not read keep their defaults.
@@ -36,12 +41,68 @@ def build(config):
     return build_attention(config, QUERY_DIM, MEMORY_DIM)
 
 
-def test_masked_softmax_sums_to_one_and_is_zero_on_padding():
-    scores = torch.randn(2, 3, 4)
-    mask = torch.tensor([[True, True, False, False], [True, True, True, True]])
-    weights = masked_softmax(scores, mask)
-    assert torch.allclose(weights.sum(-1), torch.ones(2, 3))
-    assert (weights[0, :, 2:] == 0).all()
+@pytest.mark.parametrize("normaliser", ["softmax", "sparsemax", "entmax15", "hard"])
+@pytest.mark.parametrize("attention_type", list(ATTENTIONS))
+@pytest.mark.parametrize("training", [False, True])
+def test_every_normaliser_keeps_weights_on_the_simplex_and_padding_zero(
+    normaliser, attention_type, training
+):
+    config = AttentionConfig(type=attention_type, normaliser=normaliser, **SIZES[attention_type])
+    attention = build(config).train(training)
+    states, mask = memory_batch(lengths=(6, 4, 1))
+    query = torch.randn(3, 5, QUERY_DIM, requires_grad=True)
+    context, weights = attention(query, attention.prepare(states, mask))
+    assert torch.allclose(weights.sum(-1), torch.ones_like(weights[..., 0]), atol=1e-6)
+    assert (weights >= 0).all() and (weights[~mask[:, None, None, :].expand_as(weights)] == 0).all()
+    if normaliser == "hard":
+        assert ((weights == 0) | (weights == 1)).all()
+    if context.requires_grad:
+        context.sum().backward()
+    grad = torch.zeros_like(query) if query.grad is None else query.grad
+    assert torch.isfinite(grad).all()
+    # an argmax passes no gradient to the scorer; the straight-through estimator does
+    assert (grad.abs().sum() > 0) == (training or normaliser != "hard")
+
+
+def test_causal_positions_see_themselves_and_the_past_only():
+    allowed = allowed_positions(None, 3, 5, True, torch.device("cpu"))[0, :, 0]  # last 3 of 5
+    expected = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)
+    assert torch.equal(allowed, expected)
+
+
+def multihead(dropout=0.0):
+    config = AttentionConfig(type="multihead", attn_dim=8, heads=2, kv="separate", dropout=dropout)
+    return build(config)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("padded", [False, True])
+def test_fused_multihead_attention_equals_the_explicit_weights(causal, padded):
+    """Without weights to return, multi-head attention runs scaled_dot_product_attention."""
+    attention = multihead()
+    states, mask = memory_batch(lengths=(5, 5, 5) if causal else (5, 3, 1))
+    memory = attention.prepare(states, mask if padded and not causal else None)
+    query = states if causal else torch.randn(3, 4, QUERY_DIM)
+    explicit, weights = attention(query, memory, causal=causal)
+    fused, none = attention(query, memory, causal=causal, need_weights=False)
+    assert none is None and torch.allclose(fused, explicit, atol=1e-6)
+    if causal:
+        future = torch.ones(5, 5, dtype=torch.bool).triu(1)[None, :, None, :].expand_as(weights)
+        assert (weights[future] == 0).all()
+
+
+def test_a_memory_extended_by_steps_equals_one_prepared_at_once():
+    attention = multihead()
+    states, _ = memory_batch(lengths=(4, 4, 4))
+    whole = attention.prepare(states, None)
+    grown = attention.prepare(states[:, :0], None)
+    for t in range(4):
+        grown = grown.extended(attention.prepare(states[:, t : t + 1], None))
+    assert grown.mask is None
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(whole[:2], grown[:2], strict=True))
+    assert torch.equal(whole.select(torch.tensor([2, 0])).keys, whole.keys[[2, 0]])
+    with pytest.raises(ValueError):
+        Memory(whole.keys, whole.values, torch.ones(3, 4, dtype=torch.bool)).extended(whole)
 
 
 @pytest.mark.parametrize("config", VARIANTS, ids=variant_id)

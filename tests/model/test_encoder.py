@@ -2,7 +2,8 @@ import pytest
 import torch
 
 from nmt.config import EncoderConfig
-from nmt.model.encoder import ENCODERS, build_encoder, sinusoid_positions
+from nmt.model.encoder import ENCODERS, build_encoder
+from nmt.model.layers import sinusoid_positions
 
 SIZES = {  # what each type reads besides emb_dim, layers and dropout
     "birnn": dict(hidden_dim=6),

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from conftest import tiny_model
-from nmt.config import AttentionConfig, EncoderConfig
+from nmt.config import AttentionConfig, DecoderConfig, EncoderConfig
 from nmt.data.batching import pad
 
 # (encoder settings, attention settings) over the tiny config's. Keys a variant does not read
@@ -26,6 +26,25 @@ VARIANTS = {
         dict(type="birnn_self_attention", **SELF_ATTENTION),
         dict(type="multihead", heads=2, kv="separate"),
     ),
+    "transformer": (
+        dict(type="self_attention", hidden_dim=EncoderConfig.hidden_dim, **SELF_ATTENTION),
+        dict(type="multihead", heads=2, kv="separate"),
+    ),
+    "transformer_postnorm_birnn": (
+        dict(hidden_dim=8),
+        dict(type="multihead", heads=2, kv="separate"),
+    ),
+    "transformer_additive": (dict(hidden_dim=8), dict(type="additive")),
+}
+# The Transformer decoders (width 16: the tiny encoders' state size); the rest keep RNNsearch's.
+TRANSFORMERS = {
+    "transformer": DecoderConfig(type="transformer", emb_dim=16, layers=2, heads=2, ff_dim=32),
+    "transformer_postnorm_birnn": DecoderConfig(
+        type="transformer", emb_dim=16, layers=2, heads=2, ff_dim=32, norm="post"
+    ),
+    "transformer_additive": DecoderConfig(
+        type="transformer", emb_dim=16, layers=1, heads=2, ff_dim=32, tie_embeddings=True
+    ),
 }
 
 
@@ -37,6 +56,7 @@ def variant_config(request, tiny_config):
         model,
         encoder=dataclasses.replace(model.encoder, **encoder),
         attention=dataclasses.replace(model.attention, **attention),
+        decoder=TRANSFORMERS.get(request.param, model.decoder),
     )
     return dataclasses.replace(tiny_config, model=model)
 

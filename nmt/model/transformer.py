@@ -1,0 +1,122 @@
+"""The Transformer decoder (Vaswani et al. 2017): masked self-attention over the target prefix,
+attention over the source, and a feed-forward block, in `layers` shared-code layers
+(nmt/model/layers.py).
+
+Training runs every target position at once under a causal mask. Search runs one position
+at a time: each layer's self-attention keys and values of the positions so far are cached
+in the decoder state, so a step costs one position's work, and `select` reorders the caches
+with the rest of the state for beam search. Attention weights, for plots and alignments,
+come from the attention over the source of one layer (`attention_layer`, default the last).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from nmt.config import AttentionConfig, DecoderConfig
+from nmt.errors import UserError
+from nmt.model.attention import Memory, build_attention
+from nmt.model.dropout import Dropout
+from nmt.model.encoder import EncoderOutput
+from nmt.model.layers import TransformerLayer, sinusoid_positions
+
+
+@dataclass
+class TransformerState:
+    sources: tuple[Memory, ...]  # per layer: its attention's prepared source states
+    caches: tuple[Memory, ...]  # per layer: self-attention keys and values of earlier positions
+    position: int  # index of the next target position
+
+    def select(self, indices: torch.Tensor) -> TransformerState:
+        """Reorders (or repeats) batch rows, e.g. to follow beam-search back-pointers."""
+        return TransformerState(
+            tuple(memory.select(indices) for memory in self.sources),
+            tuple(memory.select(indices) for memory in self.caches),
+            self.position,
+        )
+
+
+class TransformerDecoder(nn.Module):
+    def __init__(
+        self, vocab_size: int, config: DecoderConfig, attention: AttentionConfig, pad_id: int
+    ):
+        super().__init__()
+        dim = config.emb_dim
+        self.embed = nn.Embedding(vocab_size, dim, padding_idx=pad_id)
+        self.scale = math.sqrt(dim)
+        self.dropout = Dropout(config.dropout)
+        self.layers = nn.ModuleList(
+            TransformerLayer(
+                dim,
+                config.heads,
+                config.ff_dim,
+                config.dropout,
+                attention.dropout,
+                config.norm,
+                cross_attention=build_attention(attention, dim, dim),
+            )
+            for _ in range(config.layers)
+        )
+        self.norm = nn.LayerNorm(dim) if config.norm == "pre" else nn.Identity()
+        self.generator = nn.Linear(dim, vocab_size)
+        if config.tie_embeddings:
+            self.generator.weight = self.embed.weight
+        self.attention_layer = config.layers - 1
+
+    def choose_attention_layer(self, number: int) -> None:
+        """Which layer's attention over the source search reports: 1 to layers."""
+        if not 1 <= number <= len(self.layers):
+            raise UserError(
+                f"--attention-layer {number}: this Transformer decoder has layers 1 to "
+                f"{len(self.layers)}; choose one of them (default: the last)."
+            )
+        self.attention_layer = number - 1
+
+    def init_state(self, encoded: EncoderOutput) -> TransformerState:
+        """Each layer's attention prepares the source once; the caches start empty."""
+        sources = tuple(
+            layer.cross_attention.prepare(encoded.states, encoded.mask) for layer in self.layers
+        )
+        empty = encoded.states[:, :0]
+        caches = tuple(layer.attention.prepare(empty, None) for layer in self.layers)
+        return TransformerState(sources, caches, 0)
+
+    def forward(
+        self, state: TransformerState, tgt_in: torch.Tensor, need_weights: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Teacher forcing. tgt_in [B, T] -> output features [B, T, D] (logits are
+        `generator(features)`), the chosen layer's weights [B, T, H, S] (None unless needed)."""
+        x = self._embed(tgt_in, 0)
+        chosen = None
+        for index, (layer, source) in enumerate(zip(self.layers, state.sources, strict=True)):
+            wanted = need_weights and index == self.attention_layer
+            x, _, weights = layer(x, None, source=source, need_weights=wanted)
+            chosen = weights if wanted else chosen
+        return self.norm(x), chosen
+
+    def step(
+        self, state: TransformerState, prev_tokens: torch.Tensor
+    ) -> tuple[torch.Tensor, TransformerState, torch.Tensor]:
+        """One target step. prev_tokens [B] -> logits [B, V], next state, weights [B, H, S]."""
+        x = self._embed(prev_tokens[:, None], state.position)
+        caches, chosen = [], None
+        for index, (layer, source, cache) in enumerate(
+            zip(self.layers, state.sources, state.caches, strict=True)
+        ):
+            wanted = index == self.attention_layer
+            x, memory, weights = layer(x, None, cache, source, need_weights=wanted)
+            caches.append(memory)
+            chosen = weights if wanted else chosen
+        logits = self.generator(self.norm(x[:, 0]))
+        next_state = TransformerState(state.sources, tuple(caches), state.position + 1)
+        return logits, next_state, chosen[:, 0]
+
+    def _embed(self, tokens: torch.Tensor, start: int) -> torch.Tensor:
+        """Embeddings scaled by sqrt(d) plus the positions start.., [B, T, D]."""
+        embedded = self.embed(tokens) * self.scale
+        positions = sinusoid_positions(tokens.size(1), embedded.size(-1), tokens.device, start)
+        return self.dropout(embedded + positions)
