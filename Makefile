@@ -42,12 +42,14 @@ lint: setup
 train: setup
 	$(BIN)/nmt train --config configs/demo.yaml --overwrite
 
-# Training throughput of the additive and multi-head models, then translation speed with
-# each Multi30k checkpoint that exists (README, "Results").
+# Training throughput of the additive, multi-head and Transformer models, then translation
+# speed (fp32 and int8) with each Multi30k checkpoint that exists (README, "Results"), and
+# the Transformer's exported to CTranslate2 (fp32 and int8).
 # With ../shared/bench, the SentencePiece model JoeyNMT is measured with there.
-BENCH_MODELS := rnnsearch multihead
+BENCH_MODELS := rnnsearch multihead transformer
 BENCH_SPM    := ../shared/bench/spm8k.model
 BENCH_SET    := $(if $(wildcard $(BENCH_SPM)),--set tokenizer.model=$(BENCH_SPM))
+BENCH_CT2    := runs/multi30k_de_en_transformer/ctranslate2
 
 bench: setup
 	for model in $(BENCH_MODELS); do $(BIN)/python scripts/bench_train.py \
@@ -55,7 +57,13 @@ bench: setup
 	@for model in $(BENCH_MODELS); do ckpt=runs/multi30k_de_en_$$model/best.pt; \
 	  if [ -f $$ckpt ]; then \
 	    $(BIN)/python scripts/bench_translate.py --checkpoint $$ckpt --batch-size 64 128 || exit 1; \
+	    $(BIN)/python scripts/bench_translate.py --checkpoint $$ckpt --quantize int8 || exit 1; \
 	  else echo "bench_translate: no $$ckpt yet; train it first (see README)"; fi; done
+	@ckpt=runs/multi30k_de_en_transformer/best.pt; if [ -f $$ckpt ]; then \
+	  rm -rf $(BENCH_CT2) && $(BIN)/nmt export --format ctranslate2 --checkpoint $$ckpt \
+	    --output $(BENCH_CT2) >/dev/null && \
+	  $(BIN)/python scripts/bench_translate.py --model $(BENCH_CT2) && \
+	  $(BIN)/python scripts/bench_translate.py --model $(BENCH_CT2) --quantize int8; fi
 
 .PHONY: bench-data
 bench-data: setup

@@ -8,6 +8,8 @@ batching must not lower: greedy at any batch size should match it.
 
     python scripts/bench_translate.py --checkpoint /tmp/demo1/best.pt \\
         --input ~/.cache/nmt/demo/v2/test.en --ref ~/.cache/nmt/demo/v2/test.de --beam 1 5
+    python scripts/bench_translate.py --checkpoint runs/X/best.pt --quantize int8
+    python scripts/bench_translate.py --model exported/X --quantize int8   # CTranslate2
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ def main() -> None:
         action="append",
         help="repeat for an ensemble (default: runs/multi30k_de_en_rnnsearch/best.pt)",
     )
+    parser.add_argument(
+        "--model", type=Path, help="a directory from nmt export, run with --engine ctranslate2"
+    )
+    parser.add_argument("--quantize", choices=["int8"], help="translate with int8 weights")
     parser.add_argument("--input", type=Path, default=MULTI30K / "test_2016_flickr.de")
     parser.add_argument(
         "--ref", type=Path, help="reference translations for BLEU (default: beside --input)"
@@ -46,6 +52,11 @@ def main() -> None:
     )
     args = parser.parse_args()
     checkpoints = args.checkpoint or [ROOT / "runs" / "multi30k_de_en_rnnsearch" / "best.pt"]
+    if args.model:
+        model = ["--engine", "ctranslate2", "--model", str(args.model)]
+    else:
+        model = [arg for c in checkpoints for arg in ("--checkpoint", str(c))]
+    model += ["--quantize", args.quantize] if args.quantize else []
     ref = args.ref or _default_reference(args.input)
     sentences = len(args.input.read_text(encoding="utf-8").splitlines())
     settings = [("unbatched reference", 1, 1)] + [
@@ -54,11 +65,12 @@ def main() -> None:
         for batch in args.batch_size
     ]
     for name, beam, batch_size in settings:
-        result = run_translate(checkpoints, args.input, ref, beam, batch_size, args.threads)
+        result = run_translate(model, args.input, ref, beam, batch_size, args.threads)
         seconds = result.pop("seconds")
         record = {
             "setting": name,
-            "checkpoints": [str(c) for c in checkpoints],
+            "model": str(args.model) if args.model else [str(c) for c in checkpoints],
+            "quantize": args.quantize,
             "beam": beam,
             "batch_size": batch_size,
             "threads": args.threads,
@@ -71,20 +83,20 @@ def main() -> None:
 
 
 def run_translate(
-    checkpoints: list[Path],
+    model: list[str],
     input: Path,
     ref: Path | None,
     beam: int,
     batch_size: int,
     threads: int | None,
 ) -> dict:
-    """Wall seconds, peak RSS (MB) of the child alone (os.wait4), and BLEU when `ref` is set."""
+    """Wall seconds, peak RSS (MB) of the child alone (os.wait4), and BLEU when `ref` is set.
+    `model`: the options naming what translates (checkpoints, or an exported model)."""
     with tempfile.TemporaryDirectory() as scratch:
         output, log = Path(scratch) / "hyp.txt", Path(scratch) / "stderr.txt"
         command = [sys.executable, "-m", "nmt", "translate", "--input", str(input)]
-        command += [arg for c in checkpoints for arg in ("--checkpoint", str(c))]
-        command += ["--output", str(output), "--beam", str(beam), "--batch-size", str(batch_size)]
-        command += ["--nbest", "1", "--no-sample"]
+        command += [*model, "--output", str(output), "--beam", str(beam)]
+        command += ["--batch-size", str(batch_size), "--nbest", "1", "--no-sample"]
         with log.open("w") as stderr:
             started = time.perf_counter()
             env = {**os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}

@@ -126,3 +126,61 @@ def test_sampling_is_reproducible_with_a_seed(checkpoint):
 def test_command_line_settings_are_checked_like_config_keys(checkpoint):
     with pytest.raises(ConfigError, match="decode.nbest"):
         load_translator(checkpoint, beam=2, nbest=3)
+
+
+TRANSFORMER = (
+    "model.encoder.type=self_attention",
+    "model.encoder.hidden_dim=256",  # back to the default: a self-attention encoder has none
+    "model.encoder.layers=2",
+    "model.encoder.heads=2",
+    "model.decoder.type=transformer",
+    "model.decoder.hidden_dim=512",
+    "model.decoder.out_dim=256",
+    "model.decoder.layers=2",
+    "model.decoder.heads=2",
+    "model.attention.type=multihead",
+    "model.attention.heads=2",
+    "model.attention.kv=separate",
+    "model.share_embeddings=true",
+    "model.decoder.tie_embeddings=true",
+)
+
+
+@pytest.fixture(scope="module")
+def transformer_checkpoint(tmp_path_factory, corpus_dir, tokenizer):
+    config = tiny_experiment(corpus_dir, *TRANSFORMER)
+    return write_checkpoint(tmp_path_factory.mktemp("ckpt") / "t.pt", config, tokenizer)
+
+
+def test_attention_layer_chooses_what_a_transformer_shows(transformer_checkpoint, tmp_path):
+    def alignments(*options):
+        process = nmt_process(
+            "translate", "--checkpoint", transformer_checkpoint, "--alignments", *options
+        )
+        stdout, stderr = process.communicate(LINES[0] + "\n", timeout=120)
+        assert process.returncode == 0, stderr
+        return stdout
+
+    last = alignments()
+    assert alignments("--attention-layer", 2) == last
+    assert alignments("--attention-layer", 1, "--attention-plots", tmp_path) != last
+    assert [p.name for p in tmp_path.iterdir()] == ["00000.png"]
+    process = nmt_process(
+        "translate", "--checkpoint", transformer_checkpoint, "--attention-layer", 3
+    )
+    _, stderr = process.communicate("", timeout=120)
+    assert process.returncode == 2 and "layers 1 to 2" in stderr and "Traceback" not in stderr
+
+
+def test_attention_layer_is_refused_for_an_rnnsearch(checkpoint):
+    with pytest.raises(UserError, match="RNNsearch decoder.*drop the option"):
+        load_translator(checkpoint, attention_layer=1)
+
+
+def test_a_transformer_and_an_rnnsearch_translate_as_one_ensemble(
+    checkpoint, transformer_checkpoint
+):
+    pair, _ = load_translator([transformer_checkpoint, checkpoint], beam=3, attention_layer=1)
+    translations = pair.translate(LINES)
+    assert [bool(t.text) for t in translations] == [True, False, True]
+    assert all(h.attention.shape[1] == 1 for t in translations for h in t.hypotheses)

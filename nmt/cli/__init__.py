@@ -1,13 +1,13 @@
 """The `nmt` command: parses arguments and calls one library function per command.
 
 Heavy libraries (torch, datasets, sacrebleu) are imported inside the commands, so
-`nmt --help` and argument errors answer at once. The commands live in training.py and
-decoding.py; they are registered here, in the order `nmt --help` lists them.
+`nmt --help` and argument errors answer at once. The commands live in training.py,
+decoding.py and exporting.py; they are registered here, in the order `nmt --help` lists them.
 """
 
 import typer
 
-from nmt.cli import decoding, training
+from nmt.cli import decoding, exporting, training
 
 app = typer.Typer(
     add_completion=False,
@@ -22,6 +22,7 @@ app.command(name="eval")(decoding.evaluate)
 app.command()(training.average)
 app.command()(training.plot)
 app.command()(decoding.serve)
+app.command()(exporting.export)
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ import contextlib
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, TextIO
+from typing import Annotated, Literal, TextIO
 
 import typer
 
@@ -36,6 +36,15 @@ AlphaOption = Annotated[
     typer.Option(
         metavar="A",
         help="Length penalty exponent: rank by score / ((5 + length) / 6) ** alpha.",
+    ),
+]
+
+QuantizeOption = Annotated[
+    Literal["int8"] | None,
+    typer.Option(
+        metavar="int8",
+        help="Run with int8 weights: faster on CPUs, translations nearly always the same "
+        "(default: float32).",
     ),
 ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -13,6 +13,7 @@ from nmt.cli.common import (
     AlphaOption,
     BatchSizeOption,
     BeamOption,
+    QuantizeOption,
     check_output_dir,
     given,
     guarded,
@@ -23,12 +24,28 @@ from nmt.errors import UserError
 
 def translate(
     checkpoint: Annotated[
-        list[Path],
+        list[Path] | None,
         typer.Option(
             metavar="FILE",
             help="A .pt file written by nmt train; repeat it to translate with an ensemble.",
         ),
-    ],
+    ] = None,
+    engine: Annotated[
+        Literal["torch", "ctranslate2"],
+        typer.Option(
+            metavar="torch|ctranslate2",
+            help="torch: a --checkpoint; ctranslate2: a --model DIR written by nmt export.",
+        ),
+    ] = "torch",
+    model: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="A model directory written by nmt export --format ctranslate2 "
+            "(with --engine ctranslate2).",
+        ),
+    ] = None,
+    quantize: QuantizeOption = None,
     input: Annotated[
         Path | None,
         typer.Option(
@@ -81,22 +98,35 @@ def translate(
             metavar="DIR", help="Write an attention heatmap per input line here, DIR/INDEX.png."
         ),
     ] = None,
+    attention_layer: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            help="A Transformer's layer (1 to its layers) whose attention over the source "
+            "--alignments and --attention-plots show (default: the last).",
+        ),
+    ] = None,
 ) -> None:
     """Translate text with a checkpoint: one output line per input line, in input order.
 
-    Unset options come from the checkpoint's decode section.
+    Unset options come from the checkpoint's decode section. --engine ctranslate2 translates
+    with a model exported by nmt export instead, taking its defaults from the same section.
 
     \b
     Examples:
       echo "ein Hund läuft ." | nmt translate --checkpoint runs/demo/best.pt --beam 5
       nmt translate --checkpoint runs/demo/best.pt --input test.en --output test.hyp
+      nmt translate --checkpoint runs/demo/best.pt --quantize int8 --input test.en
+      nmt translate --engine ctranslate2 --model exported/demo --input test.en
     """
 
     def action() -> None:
         from nmt.data.splits import read_lines
         from nmt.decode.lines import line_batches, write_translations
-        from nmt.decode.translator import load_translator
 
+        _check_engine_options(
+            engine, checkpoint, model, sample, alignments, attention_plots, attention_layer
+        )
         check_output_dir(output)
         batches = [read_lines(input)] if input else None
         settings = given(
@@ -110,7 +140,16 @@ def translate(
             top_p=top_p,
             seed=seed,
         )
-        translator, _ = load_translator(checkpoint, **settings)
+        if engine == "ctranslate2":
+            from nmt.decode.ctranslate2_engine import load_ctranslate2_translator
+
+            translator, _ = load_ctranslate2_translator(model, quantize, **settings)
+        else:
+            from nmt.decode.translator import load_translator
+
+            translator, _ = load_translator(
+                checkpoint, attention_layer=attention_layer, quantize=quantize, **settings
+            )
         with output_stream(output) as sink:
             write_translations(
                 translator,
@@ -121,6 +160,48 @@ def translate(
             )
 
     guarded(action)
+
+
+def _check_engine_options(
+    engine: str,
+    checkpoint: list[Path] | None,
+    model: Path | None,
+    sample: bool | None,
+    alignments: bool,
+    attention_plots: Path | None,
+    attention_layer: int | None,
+) -> None:
+    """Refuses what the chosen engine cannot do: each reads its own kind of model."""
+    if engine == "torch":
+        if model is not None:
+            raise UserError(
+                f"--model {model} is a model exported for CTranslate2; add --engine "
+                "ctranslate2, or translate a --checkpoint."
+            )
+        if not checkpoint:
+            raise UserError(
+                "nmt translate needs --checkpoint FILE (or --engine ctranslate2 --model DIR)."
+            )
+        return
+    if checkpoint:
+        raise UserError(
+            "--engine ctranslate2 translates a --model DIR, not a --checkpoint; export the "
+            "checkpoint first: nmt export --format ctranslate2 --checkpoint FILE --output DIR."
+        )
+    if model is None:
+        raise UserError("--engine ctranslate2 needs --model DIR, written by nmt export.")
+    unsupported = {
+        "--sample": bool(sample),
+        "--alignments": alignments,
+        "--attention-plots": attention_plots is not None,
+        "--attention-layer": attention_layer is not None,
+    }
+    refused = [option for option, given in unsupported.items() if given]
+    if refused:
+        raise UserError(
+            f"--engine ctranslate2 runs greedy and beam search without attention, so "
+            f"{' and '.join(refused)} need the --checkpoint the model was exported from."
+        )
 
 
 def evaluate(
@@ -287,6 +368,7 @@ def serve(
             help="Batches decoded side by side, each on one torch thread (default: one per core).",
         ),
     ] = None,
+    quantize: QuantizeOption = None,
 ) -> None:
     """Serve models over HTTP: OpenNMT-py's API at /translator, a web page at /.
 
@@ -297,6 +379,7 @@ def serve(
     Examples:
       nmt serve --checkpoint runs/demo/best.pt
       nmt serve --checkpoint base=runs/a/best.pt --checkpoint big=runs/b/best.pt --port 8080
+      nmt serve --checkpoint runs/demo/best.pt --quantize int8
       curl -d '[{"src": "ein Hund läuft .", "id": "demo"}]' localhost:5000/translator/translate
     """
 
@@ -304,6 +387,6 @@ def serve(
         from nmt.decode.server import Limits, serve
 
         limits = Limits(max_sentences=max_sentences, max_body_bytes=max_body_kib * 1024)
-        serve(checkpoint, host, port, api_key, limits, workers)
+        serve(checkpoint, host, port, api_key, limits, workers, quantize)
 
     guarded(action)

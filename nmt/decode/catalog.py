@@ -41,6 +41,7 @@ class ServedModel:
     id: str
     translator: Translator
     config: Experiment
+    quantize: str | None = None  # "int8": int8 Linear and recurrent layers; None: fp32
     _variants: dict[DecodeConfig, Translator] = field(default_factory=dict, repr=False)
 
     def settings(self, beam: int | None = None, nbest: int | None = None) -> DecodeConfig:
@@ -66,8 +67,10 @@ class ServedModel:
             "loaded": True,
             "src_lang": self.config.data.src_lang,
             "tgt_lang": self.config.data.tgt_lang,
+            "decoder": model.decoder.type,
             "attention": model.attention.type,
             "heads": model.attention.heads if model.attention.type == "multihead" else 1,
+            "quantize": self.quantize,
             "decode": {
                 "beam": decode.beam,
                 "n_best": decode.nbest,
@@ -92,8 +95,11 @@ def parse_spec(spec: str) -> tuple[str | None, Path]:
     return model_id, Path(path)
 
 
-def load_models(specs: Sequence[str], device: torch.device | None = None) -> dict[str, ServedModel]:
-    """Loads every checkpoint (as `nmt translate` does) under its id; ids must be unique."""
+def load_models(
+    specs: Sequence[str], device: torch.device | None = None, quantize: str | None = None
+) -> dict[str, ServedModel]:
+    """Loads every checkpoint (as `nmt translate` does, `quantize` "int8" as with
+    `--quantize int8`) under its id; ids must be unique."""
     parsed = [parse_spec(spec) for spec in specs]
     for _, path in parsed:  # every name is checked before the slow loading starts
         if not path.is_file():
@@ -101,7 +107,7 @@ def load_models(specs: Sequence[str], device: torch.device | None = None) -> dic
     models: dict[str, ServedModel] = {}
     sources: dict[str, Path] = {}
     for model_id, path in parsed:
-        translator, config = load_translator(path, device)
+        translator, config = load_translator(path, device, quantize=quantize)
         model_id = model_id or config.name
         if model_id in models:
             raise UserError(
@@ -109,7 +115,8 @@ def load_models(specs: Sequence[str], device: torch.device | None = None) -> dic
                 f"{path}); name them apart with --checkpoint ID=PATH, e.g. "
                 f"--checkpoint {model_id}-2={path}."
             )
-        models[model_id], sources[model_id] = ServedModel(model_id, translator, config), path
+        models[model_id] = ServedModel(model_id, translator, config, quantize)
+        sources[model_id] = path
     return models
 
 

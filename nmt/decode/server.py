@@ -187,8 +187,10 @@ def serve(
     api_key: str | None = None,
     limits: Limits = Limits(),
     workers: int | None = None,
+    quantize: str | None = None,
 ) -> None:
-    """Loads the checkpoints, binds host:port, and serves until SIGTERM or Ctrl-C.
+    """Loads the checkpoints (`quantize` "int8": as int8 models), binds host:port, and
+    serves until SIGTERM or Ctrl-C.
 
     SIGTERM stops accepting connections, finishes the requests in flight, and returns
     (the command exits 0).
@@ -197,7 +199,7 @@ def serve(
 
     listener = _bind(host, port)  # before loading: a busy port fails at once
     try:
-        models = load_models(specs)
+        models = load_models(specs, quantize=quantize)
     except BaseException:
         listener.close()
         raise

@@ -59,7 +59,7 @@ async function api(path, body) {
 async function loadModels() {
   const models = await api("translator/models");
   for (const model of models) {
-    const label = `${model.model_id} (${model.src_lang}→${model.tgt_lang}, ${model.attention})`;
+    const label = `${model.model_id} (${model.src_lang}→${model.tgt_lang}, ${model.decoder}, ${model.attention})`;
     for (const id of ["model-a", "model-b"]) {
       const option = element("option", "", label);
       option.value = model.model_id;
