@@ -18,17 +18,7 @@ def cli(*args):
     return CliRunner().invoke(app, [str(arg) for arg in args])
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models decode faster on one thread than on two competing ones (train.threads=1
-    says the same for training); on a busy machine, ten times faster. OMP_NUM_THREADS does
-    it for the commands `nmt()` runs in a fresh process."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("OMP_NUM_THREADS", "1")
-        yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from conftest import tiny_experiment
+from conftest import TRANSFORMER_SWITCH, tiny_experiment
 from nmt.checkpoint import checkpoint_payload, save_checkpoint
 from nmt.config import ConfigError
 from nmt.data.tokenizer import Tokenizer, build_tokenizer
@@ -129,20 +129,10 @@ def test_command_line_settings_are_checked_like_config_keys(checkpoint):
 
 
 TRANSFORMER = (
-    "model.encoder.type=self_attention",
-    "model.encoder.hidden_dim=256",  # back to the default: a self-attention encoder has none
-    "model.encoder.layers=2",
+    *TRANSFORMER_SWITCH,
     "model.encoder.heads=2",
-    "model.decoder.type=transformer",
-    "model.decoder.hidden_dim=512",
-    "model.decoder.out_dim=256",
-    "model.decoder.layers=2",
     "model.decoder.heads=2",
-    "model.attention.type=multihead",
     "model.attention.heads=2",
-    "model.attention.kv=separate",
-    "model.share_embeddings=true",
-    "model.decoder.tie_embeddings=true",
 )
 
 
