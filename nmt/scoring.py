@@ -15,15 +15,26 @@ class Scores:
     chrf: float
     bleu_signature: str
     chrf_signature: str
+    # Of the attention behind the translations (nmt/decode/attention_stats.py), per target
+    # token: the mean entropy in nats and the mean number of non-zero weights. None when the
+    # translations came from elsewhere.
+    attention_entropy: float | None = None
+    attention_nonzero: float | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
 
     def summary(self) -> str:
-        return (
-            f"BLEU {self.bleu:.1f}  ({self.bleu_signature})\n"
-            f"chrF {self.chrf:.1f}  ({self.chrf_signature})"
-        )
+        lines = [
+            f"BLEU {self.bleu:.1f}  ({self.bleu_signature})",
+            f"chrF {self.chrf:.1f}  ({self.chrf_signature})",
+        ]
+        if self.attention_entropy is not None:
+            lines.append(
+                f"attention per target token: entropy {self.attention_entropy:.3f} nats, "
+                f"{self.attention_nonzero:.2f} non-zero weights"
+            )
+        return "\n".join(lines)
 
 
 def score(hypotheses: Sequence[str], references: Sequence[str]) -> Scores:
@@ -48,6 +59,8 @@ class SystemRow:
     chrf: float
     bleu_p: float | None  # paired bootstrap p-value against the first system
     chrf_p: float | None
+    attention_entropy: float | None = None  # as in Scores
+    attention_nonzero: float | None = None
 
 
 def compare(
@@ -80,13 +93,21 @@ def compare(
 
 def format_table(rows: Sequence[SystemRow], signatures: dict[str, str]) -> str:
     width = max(len(row.name) for row in rows)
-    lines = [f"{'system':<{width}}   BLEU  p(BLEU)   chrF  p(chrF)"]
+    attention = any(row.attention_entropy is not None for row in rows)
+    header = f"{'system':<{width}}   BLEU  p(BLEU)   chrF  p(chrF)"
+    lines = [header + ("  entropy  non-zero" if attention else "")]
     for row in rows:
         p_bleu = "-" if row.bleu_p is None else f"{row.bleu_p:.4f}"
         p_chrf = "-" if row.chrf_p is None else f"{row.chrf_p:.4f}"
-        lines.append(
-            f"{row.name:<{width}}  {row.bleu:5.1f}  {p_bleu:>7}  {row.chrf:5.1f}  {p_chrf:>7}"
-        )
+        line = f"{row.name:<{width}}  {row.bleu:5.1f}  {p_bleu:>7}  {row.chrf:5.1f}  {p_chrf:>7}"
+        if attention:
+            entropy, nonzero = row.attention_entropy, row.attention_nonzero
+            line += (
+                "        -         -" if entropy is None else f"  {entropy:7.3f}  {nonzero:8.2f}"
+            )
+        lines.append(line)
     lines.append("p: paired bootstrap resampling against the first system (sacrebleu)")
+    if attention:
+        lines.append("entropy (nats), non-zero weights: of the attention, per target token")
     lines.extend(f"{name}: {signature}" for name, signature in signatures.items())
     return "\n".join(lines)

@@ -65,11 +65,13 @@ def test_eval_checkpoint_and_files(run_dir, corpus_dir):
     assert result.returncode == 0, result.stderr
     scores = json.loads(result.stdout)
     assert {"bleu", "chrf", "bleu_signature", "chrf_signature"} <= scores.keys()
+    assert scores["attention_entropy"] > 0 and scores["attention_nonzero"] >= 1  # softmax
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert scores["bleu"] == records[-1]["test_bleu"]
     hyp = run_dir / "test.hyp"
     files = nmt("eval", "--hyp", hyp, "--ref", corpus_dir / "test.de", "--json")
     assert json.loads(files.stdout)["bleu"] == scores["bleu"]
+    assert json.loads(files.stdout)["attention_entropy"] is None  # no attention behind them
     text = nmt("eval", "--hyp", hyp, "--ref", corpus_dir / "test.de")
     assert "BLEU" in text.stdout and "nrefs:1" in text.stdout
 
@@ -149,7 +151,11 @@ def test_eval_beam_1_scores_greedy_translations(run_dir, corpus_dir, tmp_path):
     scored = cli("eval", "--hyp", greedy, "--ref", corpus_dir / "test.de", "--json")
     evaluated = cli("eval", "--checkpoint", best, "--beam", 1, "--batch-size", 3, "--json")
     assert evaluated.exit_code == 0, evaluated.output
-    assert json.loads(evaluated.stdout) == json.loads(scored.stdout)
+    from_checkpoint = json.loads(evaluated.stdout)
+    assert from_checkpoint["attention_entropy"] is not None  # a --hyp file has no attention
+    assert from_checkpoint | {"attention_entropy": None, "attention_nonzero": None} == json.loads(
+        scored.stdout
+    )
 
 
 @pytest.mark.parametrize("systems", [1, 2], ids=["one checkpoint", "two checkpoints"])

@@ -12,9 +12,13 @@ STEPS = "train.max_steps=700"
 NORMALISERS = ["softmax", "sparsemax", "entmax15", "hard"]
 
 
-def reported_bleu(run_dir) -> float:
+def reported_test(run_dir) -> dict:
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    return records[-1]["test_bleu"]
+    return records[-1]
+
+
+def reported_bleu(run_dir) -> float:
+    return reported_test(run_dir)["test_bleu"]
 
 
 def test_the_transformer_learns_the_demo_corpus(demo_transformer):
@@ -24,5 +28,12 @@ def test_the_transformer_learns_the_demo_corpus(demo_transformer):
 @pytest.mark.parametrize("normaliser", NORMALISERS)
 def test_every_normaliser_learns_the_demo_corpus(normaliser, tmp_path):
     run_dir = train_demo(tmp_path, f"model.attention.normaliser={normaliser}", STEPS)
-    print(f"{normaliser}: test BLEU {reported_bleu(run_dir)}")  # hard's is reported, not held
-    assert reported_bleu(run_dir) >= (90 if normaliser != "hard" else 50)
+    test = reported_test(run_dir)
+    entropy, nonzero = test["test_attention_entropy"], test["test_attention_nonzero"]
+    # hard's BLEU is reported, not held to 90
+    print(f"{normaliser}: test BLEU {test['test_bleu']}, entropy {entropy}, non-zero {nonzero}")
+    assert test["test_bleu"] >= (90 if normaliser != "hard" else 50)
+    if normaliser == "hard":  # the argmax at inference: exactly one source position
+        assert (entropy, nonzero) == (0.0, 1.0)
+    else:
+        assert entropy > 0 and nonzero > 1

@@ -7,8 +7,11 @@ only where the searches do. Each search is told what ours does:
 - No bos or eos on the source, the decoder starts from bos, and eos may come first
   (`min_decoding_length=0`, where CTranslate2 defaults to 1).
 - Each sentence stops at its own limit, ceil(max_len_ratio * source length) +
-  max_len_extra tokens, eos included. CTranslate2 takes one limit per call, so the
-  sentences of a batch go in one call per distinct limit.
+  max_len_extra tokens, eos included. CTranslate2 takes one limit per call, so a batch goes
+  in one call under its longest limit, and the few sentences whose output ran past their
+  own limit are translated again under it (one call per distinct limit). Calls per distinct
+  limit throughout would split a batch of 64 into a dozen small ones and lose most of
+  CTranslate2's speed.
 - Greedy search (beam 1) is ours exactly, up to floating-point differences between the
   two libraries' kernels.
 - Beam search ranks by score / length ** alpha in CTranslate2 (no GNMT penalty since 2.0).
@@ -64,9 +67,16 @@ class CTranslate2Translator:
     def _search(self, src_ids: list[list[int]]) -> list[list[Hypothesis]]:
         lengths = torch.tensor([len(ids) for ids in src_ids])
         limits = max_lengths(lengths, self.decode.max_len_ratio, self.decode.max_len_extra)
+        limits = limits.tolist()
         results: list[list[Hypothesis]] = [[] for _ in src_ids]
-        rows = sorted(range(len(src_ids)), key=lambda i: int(limits[i]))
-        for limit, group in itertools.groupby(rows, key=lambda i: int(limits[i])):
+        overran = []
+        for i, output in enumerate(self._translate_batch(src_ids, max(limits))):
+            if max(len(pieces) for pieces in output.hypotheses) > limits[i]:
+                overran.append(i)
+            else:
+                results[i] = self._hypotheses(output)
+        overran.sort(key=limits.__getitem__)
+        for limit, group in itertools.groupby(overran, key=limits.__getitem__):
             group = list(group)
             outputs = self._translate_batch([src_ids[i] for i in group], limit)
             for i, output in zip(group, outputs, strict=True):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from nmt.config import Experiment, apply_override, config_from_dict, config_to_dict, parse_override
 from nmt.data.splits import ROLES, ParallelText, load_split, read_lines
+from nmt.decode.attention_stats import AttentionStats, attention_stats
 from nmt.decode.translator import Translator, load_translator
 from nmt.errors import UserError
 from nmt.scoring import Scores, SystemRow, compare, format_table, score
@@ -17,7 +18,8 @@ from nmt.scoring import Scores, SystemRow, compare, format_table, score
 @dataclass
 class Evaluation:
     hypotheses: list[str]  # one detokenized translation per source line
-    scores: Scores
+    scores: Scores  # with the attention's statistics when there are any
+    attention: AttentionStats | None
 
 
 @dataclass
@@ -36,9 +38,14 @@ class Comparison:
 
 def evaluate(translator: Translator, text: ParallelText) -> Evaluation:
     """Translates the source side of `text` with the translator's decode settings and scores
-    the translations against the target side."""
-    hypotheses = [translation.text for translation in translator.translate(text.src)]
-    return Evaluation(hypotheses, score(hypotheses, text.tgt))
+    the translations against the target side; also measures the best hypotheses' attention."""
+    translations = translator.translate(text.src)
+    hypotheses = [translation.text for translation in translations]
+    stats = attention_stats(t.hypotheses[0] for t in translations if t.hypotheses)
+    scores = score(hypotheses, text.tgt)
+    if stats is not None:
+        scores = replace(scores, attention_entropy=stats.entropy, attention_nonzero=stats.nonzero)
+    return Evaluation(hypotheses, scores, stats)
 
 
 def checkpoint_split(config: Experiment, split: str, overrides: Sequence[str] = ()) -> ParallelText:
@@ -112,4 +119,13 @@ def score_checkpoints(
     if len(evaluations) == 1:
         return evaluations[0].scores
     systems = [(str(path), e.hypotheses) for path, e in zip(checkpoints, evaluations, strict=True)]
-    return Comparison(*compare(systems, references))
+    rows, signatures = compare(systems, references)
+    rows = [
+        replace(
+            row,
+            attention_entropy=e.scores.attention_entropy,
+            attention_nonzero=e.scores.attention_nonzero,
+        )
+        for row, e in zip(rows, evaluations, strict=True)
+    ]
+    return Comparison(rows, signatures)

@@ -6,6 +6,7 @@ log-probabilities over every step) must agree to 1e-3."""
 
 import dataclasses
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -16,7 +17,7 @@ from conftest import nmt, tiny_experiment
 from nmt.checkpoint import checkpoint_payload, save_checkpoint
 from nmt.cli import app
 from nmt.data.tokenizer import Tokenizer, build_tokenizer
-from nmt.decode.ctranslate2_engine import load_ctranslate2_translator
+from nmt.decode.ctranslate2_engine import CTranslate2Translator, load_ctranslate2_translator
 from nmt.decode.export import export_ctranslate2, unexportable
 from nmt.decode.translator import load_translator
 from nmt.errors import UserError
@@ -193,3 +194,30 @@ def test_decode_defaults_are_the_checkpoints(exported):
     theirs, _ = load_ctranslate2_translator(directory)
     ours, _ = load_translator(checkpoint)
     assert theirs.decode == ours.decode and theirs.decode.beam == 5
+
+
+class RecordingCTranslate2:
+    """Stands in for a ctranslate2.Translator: answers a source of n pieces with 2n target
+    pieces (up to the call's limit), and records each call's batch size and limit."""
+
+    def __init__(self, piece: str):
+        self.piece, self.calls = piece, []
+
+    def translate_batch(self, source, max_decoding_length, **options):
+        self.calls.append((len(source), max_decoding_length))
+        lengths = [min(2 * len(pieces), max_decoding_length) for pieces in source]
+        return [SimpleNamespace(hypotheses=[[self.piece] * n], scores=[-1.0]) for n in lengths]
+
+
+def test_a_batch_goes_in_one_call_and_only_overruns_go_again(corpus_dir, tokenizer):
+    """One call under the batch's longest limit; a sentence whose output ran past its own
+    limit (ceil(1.5 n) here) is translated again under it, so none is longer than its own."""
+    decode = dataclasses.replace(
+        tiny_experiment(corpus_dir).decode, beam=1, max_len_ratio=1.5, max_len_extra=0
+    )
+    model = RecordingCTranslate2(tokenizer.tgt.pieces([5])[0])
+    translator = CTranslate2Translator(model, tokenizer, decode)
+    sources = [[7] * n for n in range(1, 7)]  # limits 2, 3, 5, 6, 8, 9
+    found = translator._search(sources)
+    assert model.calls == [(6, 9), (1, 3), (1, 5), (1, 6), (1, 8)]
+    assert [len(hypotheses[0].tokens) for hypotheses in found] == [2, 3, 5, 6, 8, 9]
