@@ -9,7 +9,7 @@ from typing import Any
 
 from nmt.config import Experiment, apply_override, config_from_dict, config_to_dict, parse_override
 from nmt.data.splits import ROLES, ParallelText, load_split, read_lines
-from nmt.decode.attention_stats import AttentionStats, attention_stats
+from nmt.decode.attention_stats import attention_stats
 from nmt.decode.translator import Translator, load_translator
 from nmt.errors import UserError
 from nmt.scoring import Scores, SystemRow, compare, format_table, score
@@ -19,7 +19,6 @@ from nmt.scoring import Scores, SystemRow, compare, format_table, score
 class Evaluation:
     hypotheses: list[str]  # one detokenized translation per source line
     scores: Scores  # with the attention's statistics when there are any
-    attention: AttentionStats | None
 
 
 @dataclass
@@ -45,7 +44,7 @@ def evaluate(translator: Translator, text: ParallelText) -> Evaluation:
     scores = score(hypotheses, text.tgt)
     if stats is not None:
         scores = replace(scores, attention_entropy=stats.entropy, attention_nonzero=stats.nonzero)
-    return Evaluation(hypotheses, scores, stats)
+    return Evaluation(hypotheses, scores)
 
 
 def checkpoint_split(config: Experiment, split: str, overrides: Sequence[str] = ()) -> ParallelText:
