@@ -153,6 +153,8 @@ def test_bad_choice_lists_the_choices_and_suggests(tmp_path):
         (["decode.top_k=-1"], "decode.top_k"),
         (["decode.top_p=0"], "decode.top_p"),
         (["decode.top_p=1.5"], "decode.top_p"),
+        (["tokenizer.sample_alpha=0"], "tokenizer.sample_alpha"),
+        (["tokenizer.sample_alpha=1.5"], "tokenizer.sample_alpha"),
     ],
 )
 def test_values_out_of_range_name_the_key(overrides, key):
@@ -305,6 +307,11 @@ NO_EFFECT = {  # id: (overrides, the key named, what the message suggests)
         "tokenizer.character_coverage",
         "Remove it (default 1.0)",
     ),
+    "sample_alpha, streamed": (
+        ["data.streaming=true", "tokenizer.sample_alpha=0.1"],
+        "tokenizer.sample_alpha",
+        "only the in-memory train split samples segmentations",
+    ),
     "cache_dir with a model": (
         ["tokenizer.model=spm.model", "data.path=corpus", "data.cache_dir=cache"],
         "data.cache_dir",
@@ -349,6 +356,7 @@ def test_a_key_that_would_do_nothing_is_one_line_from_the_cli():
         ["data.demo=true", "data.path=corpus"],  # e.g. a demo checkpoint's corpus moved
         ["tokenizer.model=spm.model", "data.demo=true", "data.cache_dir=cache"],
         ["tokenizer.vocab_size=4000", "tokenizer.joint=false", "data.cache_dir=cache"],
+        ["tokenizer.model=spm.model", "tokenizer.sample_alpha=0.1"],  # any model samples
     ],
     ids=lambda overrides: ", ".join(overrides),
 )

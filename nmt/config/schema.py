@@ -102,17 +102,29 @@ class DataConfig:
 @dataclass(frozen=True)
 class TokenizerConfig:
     """SentencePiece: trained on the train split, or an existing joint `model` file (which
-    leaves nothing for `joint`, `type`, `vocab_size` and `character_coverage` to do)."""
+    leaves nothing for `joint`, `type`, `vocab_size` and `character_coverage` to do).
+
+    `sample_alpha` turns on subword regularisation: each training pair is segmented afresh
+    every time it is drawn, by SentencePiece's own sampling (BPE-dropout with this
+    probability for a BPE model, Provilkov et al. 2020; lattice sampling with this smoothing
+    for a unigram model, Kudo 2018). Validation, test and translation keep the best
+    segmentation. null: off."""
 
     model: str | None = None
     joint: bool = True
     type: Literal["bpe", "unigram"] = "bpe"
     vocab_size: int = 8000
     character_coverage: float = 1.0
+    sample_alpha: float | None = None
 
     def __post_init__(self) -> None:
         _require(self.vocab_size >= 16, "vocab_size", f"must be at least 16, got {self.vocab_size}")
         _require(0 < self.character_coverage <= 1, "character_coverage", "must be in (0, 1]")
+        _require(
+            self.sample_alpha is None or 0 < self.sample_alpha <= 1,
+            "sample_alpha",
+            f"must be in (0, 1] (null: no sampling), got {self.sample_alpha}",
+        )
         for key in ("joint", "type", "vocab_size", "character_coverage"):
             users = "only training SentencePiece uses it, not a given tokenizer.model"
             _unused(self, key, self.model is None, users, "set model: null")
@@ -418,6 +430,15 @@ class Experiment:
         users = "only training SentencePiece and writing the demo corpus use it, and neither runs"
         used = tokenizer.model is None or (data.demo and not data.path)
         _unused(data, "cache_dir", used, users, "set tokenizer.model: null", section="data")
+        users = "only the in-memory train split samples segmentations, not a streamed or cached one"
+        _unused(
+            tokenizer,
+            "sample_alpha",
+            not (data.streaming or data.num_proc),
+            users,
+            "set data.streaming: false and data.num_proc: null",
+            section="tokenizer",
+        )
         _require(
             tokenizer.joint or not self.model.share_embeddings,
             "model.share_embeddings",

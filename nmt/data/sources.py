@@ -14,6 +14,10 @@ is ~100 batches' worth of the shuffled epoch; a stream cannot be shuffled as a w
 is cut into pools of consecutive pairs (~100 batches' worth of target tokens), each batched
 by TokenBatcher on its own. A corpus that fits in one pool therefore gives exactly the same
 batches on all three paths; a larger one gives the same multiset of pairs in every epoch.
+
+With `tokenizer.sample_alpha` (in memory only) a batch's pairs are segmented afresh when it is
+fetched, seeded by (seed, epoch, batch number), so resuming at a batch draws the same pieces.
+Batches are still cut by the best segmentation's lengths; sampled ones run a little longer.
 """
 
 from __future__ import annotations
@@ -23,12 +27,13 @@ import logging
 import os
 import shutil
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, islice
 from pathlib import Path
 
 from nmt.config import DataConfig, Experiment
-from nmt.data.batching import TokenBatcher, encode_split
+from nmt.data.batching import EncodedSplit, TokenBatcher, encode_split
 from nmt.data.splits import ParallelText, locate, pair_rows
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
@@ -38,6 +43,7 @@ log = logging.getLogger("nmt")
 POOL_BATCHES = 100
 CACHE_VERSION = 1
 PairBatch = tuple[list[list[int]], list[list[int]]]  # source ids, target ids
+Fetch = Callable[[list[int], int], PairBatch]  # pair indices, a seed unique to the batch
 Shard = Callable[[Iterable], Iterator]  # a process's share of the batches (all of them: iter)
 
 
@@ -48,7 +54,7 @@ class IndexedSource:
         self,
         src_lengths: list[int],
         tgt_lengths: list[int],
-        fetch: Callable[[list[int]], PairBatch],
+        fetch: Fetch,
         batch_tokens: int,
         seed: int,
     ):
@@ -59,19 +65,62 @@ class IndexedSource:
     def batches(self, epoch: int, start: int = 0, shard: Shard = iter) -> Iterator[PairBatch]:
         """The epoch's batches from number `start` on; `shard` picks this process's share of
         them (before they are fetched)."""
-        for indices in shard(self.batcher.epoch(epoch)[start:]):
-            yield self.fetch(indices)
+        numbered = enumerate(self.batcher.epoch(epoch)[start:], start)
+        for number, indices in shard(numbered):
+            yield self.fetch(indices, zlib.crc32(f"{self.batcher.seed}:{epoch}:{number}".encode()))
 
 
 def memory_source(text: ParallelText, tokenizer: Tokenizer, config: Experiment) -> IndexedSource:
     encoded = encode_split(text, tokenizer, config.data.max_len)
+
+    def fetch(indices: list[int], seed: int) -> PairBatch:
+        return [encoded.src[i] for i in indices], [encoded.tgt[i] for i in indices]
+
+    alpha = config.tokenizer.sample_alpha
+    if alpha is not None:
+        fetch = SampledFetch(text, encoded, tokenizer, alpha, config.data.max_len)
     return IndexedSource(
         [len(s) for s in encoded.src],
         [len(t) for t in encoded.tgt],
-        lambda indices: ([encoded.src[i] for i in indices], [encoded.tgt[i] for i in indices]),
+        fetch,
         config.train.batch_tokens,
         config.train.seed,
     )
+
+
+class SampledFetch:
+    """Subword regularisation: a batch's pairs in freshly sampled segmentations. A side whose
+    sample runs past `max_len` keeps its best segmentation, which passed the length filter."""
+
+    def __init__(
+        self,
+        text: ParallelText,
+        encoded: EncodedSplit,
+        tokenizer: Tokenizer,
+        alpha: float,
+        max_len: int | None,
+    ):
+        self.text, self.encoded, self.tokenizer = text, encoded, tokenizer
+        self.alpha, self.max_len = alpha, max_len
+
+    def __call__(self, indices: list[int], seed: int) -> PairBatch:
+        rows = [self.encoded.keep[i] for i in indices]
+        src = self.tokenizer.src.sample([self.text.src[r] for r in rows], self.alpha, seed)
+        tgt = self.tokenizer.tgt.sample(
+            [self.text.tgt[r] for r in rows], self.alpha, seed ^ 0xFFFFFFFF
+        )
+        return self._within(src, self.encoded.src, indices), self._within(
+            tgt, self.encoded.tgt, indices
+        )
+
+    def _within(
+        self, sampled: list[list[int]], best: list[list[int]], indices: list[int]
+    ) -> list[list[int]]:
+        limit = self.max_len
+        return [
+            ids if ids and (limit is None or len(ids) <= limit) else best[i]
+            for ids, i in zip(sampled, indices, strict=True)
+        ]
 
 
 class StreamSource:
@@ -170,7 +219,7 @@ def arrow_source(config: Experiment, tokenizer: Tokenizer, cache_root: Path) -> 
         _build_arrow_cache(data, tokenizer, directory)
     dataset = datasets.load_from_disk(str(directory))
 
-    def fetch(indices: list[int]) -> PairBatch:
+    def fetch(indices: list[int], seed: int) -> PairBatch:
         rows = dataset[indices]
         return rows["src_ids"], rows["tgt_ids"]
 

@@ -40,6 +40,20 @@ class Vocab:
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
         return self.processor.encode(list(lines), out_type=int)
 
+    def sample(self, lines: Sequence[str], alpha: float, seed: int) -> list[list[int]]:
+        """One sampled segmentation per line (BPE-dropout or unigram lattice sampling), a pure
+        function of `seed`: SentencePiece's generator is reseeded here, and one thread draws
+        the lines in order."""
+        spm.set_random_generator_seed(seed)
+        return self.processor.encode(
+            list(lines),
+            out_type=int,
+            enable_sampling=True,
+            alpha=alpha,
+            nbest_size=-1,
+            num_threads=1,
+        )
+
     def decode(self, ids: Sequence[int]) -> str:
         specials = {self.pad_id, self.bos_id, self.eos_id}
         return self.processor.decode([i for i in ids if i not in specials])

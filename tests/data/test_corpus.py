@@ -1,6 +1,7 @@
 """The three ways to the training batches (in memory, Arrow cache via datasets.map, stream)
 agree: the same batches when the corpus fits in one pool, the same pairs in every epoch
-when it does not; the Arrow cache is built once and reused."""
+when it does not; the Arrow cache is built once and reused. Sampled segmentations (subword
+regularisation) spell the same pairs, differ from draw to draw, and repeat on resume."""
 
 import dataclasses
 from collections import Counter
@@ -11,6 +12,7 @@ from conftest import tiny_experiment, write_parallel
 from nmt.data import sources as sources_module
 from nmt.data.corpus import StreamSource, arrow_source, memory_source
 from nmt.data.splits import load_split
+from nmt.data.tokenizer import build_tokenizer
 
 
 @pytest.fixture
@@ -69,3 +71,29 @@ def test_the_arrow_cache_is_reused_and_rebuilt_when_the_corpus_changes(
     changed = tiny_experiment(corpus)
     assert arrow_source(changed, tokenizer, tmp_path).description == "2 training pairs"
     assert len(list(tmp_path.glob("train-*"))) == 2
+
+
+@pytest.mark.parametrize("subwords", ["bpe", "unigram"])
+def test_sampled_segmentations_spell_the_same_pairs_and_repeat_on_resume(
+    tmp_path, corpus_dir, subwords
+):
+    config = tiny_experiment(
+        corpus_dir, "data.max_len=20", f"tokenizer.type={subwords}", "tokenizer.sample_alpha=0.3"
+    )
+    text = load_split(config.data, "train")
+    tokenizer = build_tokenizer(config.tokenizer, text.src, text.tgt, tmp_path)
+    best_only = dataclasses.replace(config.tokenizer, sample_alpha=None)
+    plain = memory_source(text, tokenizer, dataclasses.replace(config, tokenizer=best_only))
+    sampled = memory_source(text, tokenizer, config)
+    best, drawn = plain.batches(0), as_pairs(sampled.batches(0))
+    assert drawn == as_pairs(sampled.batches(0))  # a pure function of (seed, epoch, batch)
+    assert as_pairs(sampled.batches(0, start=5)) == drawn[5:]  # resuming mid-epoch
+    assert drawn != as_pairs(sampled.batches(1))
+    changed = 0
+    for (best_src, best_tgt), batch in zip(best, drawn, strict=True):
+        for s, t, (sampled_src, sampled_tgt) in zip(best_src, best_tgt, batch, strict=True):
+            assert tokenizer.src.decode(sampled_src) == tokenizer.src.decode(s)
+            assert tokenizer.tgt.decode(sampled_tgt) == tokenizer.tgt.decode(t)
+            assert len(sampled_src) <= 20 and len(sampled_tgt) <= 20
+            changed += (list(sampled_src), list(sampled_tgt)) != (s, t)
+    assert changed > 0.2 * sum(len(batch) for batch in drawn)

@@ -30,10 +30,12 @@ def without_timing(run_dir):
     return [{k: v for k, v in r.items() if k not in timing} for r in records(run_dir)]
 
 
-def test_resume_is_bit_identical_to_a_straight_run(tmp_path, corpus_dir):
+@pytest.mark.parametrize("sampling", [[], ["tokenizer.sample_alpha=0.2"]], ids=["best", "sampled"])
+def test_resume_is_bit_identical_to_a_straight_run(tmp_path, corpus_dir, sampling):
     """40 steps straight == 20 steps, stop, resume, 20 steps: same parameters, same log.
-    Dropout is on and the 40 steps cross an epoch boundary (~22 batches per epoch)."""
-    keys = ["train.valid_every=10", "train.log_every=5", "train.batch_tokens=400"]
+    Dropout is on and the 40 steps cross an epoch boundary (~22 batches per epoch); with
+    sampled segmentations too."""
+    keys = ["train.valid_every=10", "train.log_every=5", "train.batch_tokens=400", *sampling]
     keys += ["model.encoder.dropout=0.3", "model.decoder.dropout=0.3"]
     straight, split = tmp_path / "straight", tmp_path / "split"
     train_experiment(experiment(corpus_dir, *keys, "train.max_steps=40"), straight)
