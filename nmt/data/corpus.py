@@ -13,7 +13,13 @@ from itertools import islice
 from pathlib import Path
 
 from nmt.config import Experiment
-from nmt.data.sources import IndexedSource, StreamSource, arrow_source, memory_source
+from nmt.data.sources import (
+    IndexedSource,
+    SampledSource,
+    StreamSource,
+    arrow_source,
+    memory_source,
+)
 from nmt.data.splits import ParallelText, cache_dir, load_split, read_pairs
 from nmt.data.tokenizer import Tokenizer, build_tokenizer
 
@@ -25,7 +31,7 @@ class Corpus:
     """Everything training reads: the tokenizer, the train source, raw valid/test text."""
 
     tokenizer: Tokenizer
-    train: IndexedSource | StreamSource
+    train: IndexedSource | SampledSource | StreamSource
     valid: ParallelText
     test: ParallelText | None
 

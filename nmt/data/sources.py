@@ -15,9 +15,9 @@ is cut into pools of consecutive pairs (~100 batches' worth of target tokens), e
 by TokenBatcher on its own. A corpus that fits in one pool therefore gives exactly the same
 batches on all three paths; a larger one gives the same multiset of pairs in every epoch.
 
-With `tokenizer.sample_alpha` (in memory only) a batch's pairs are segmented afresh when it is
-fetched, seeded by (seed, epoch, batch number), so resuming at a batch draws the same pieces.
-Batches are still cut by the best segmentation's lengths; sampled ones run a little longer.
+With `tokenizer.sample_alpha` (in memory only) every epoch segments all pairs afresh before
+cutting its batches, seeded by (seed, epoch): the batches keep to the token budget whatever
+the sampled lengths, and resuming mid-epoch samples the same pieces again.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ log = logging.getLogger("nmt")
 POOL_BATCHES = 100
 CACHE_VERSION = 1
 PairBatch = tuple[list[list[int]], list[list[int]]]  # source ids, target ids
-Fetch = Callable[[list[int], int], PairBatch]  # pair indices, a seed unique to the batch
 Shard = Callable[[Iterable], Iterator]  # a process's share of the batches (all of them: iter)
 
 
@@ -54,7 +53,7 @@ class IndexedSource:
         self,
         src_lengths: list[int],
         tgt_lengths: list[int],
-        fetch: Fetch,
+        fetch: Callable[[list[int]], PairBatch],
         batch_tokens: int,
         seed: int,
     ):
@@ -65,61 +64,60 @@ class IndexedSource:
     def batches(self, epoch: int, start: int = 0, shard: Shard = iter) -> Iterator[PairBatch]:
         """The epoch's batches from number `start` on; `shard` picks this process's share of
         them (before they are fetched)."""
-        numbered = enumerate(self.batcher.epoch(epoch)[start:], start)
-        for number, indices in shard(numbered):
-            yield self.fetch(indices, zlib.crc32(f"{self.batcher.seed}:{epoch}:{number}".encode()))
+        for indices in shard(self.batcher.epoch(epoch)[start:]):
+            yield self.fetch(indices)
 
 
-def memory_source(text: ParallelText, tokenizer: Tokenizer, config: Experiment) -> IndexedSource:
+def memory_source(
+    text: ParallelText, tokenizer: Tokenizer, config: Experiment
+) -> IndexedSource | SampledSource:
     encoded = encode_split(text, tokenizer, config.data.max_len)
-
-    def fetch(indices: list[int], seed: int) -> PairBatch:
-        return [encoded.src[i] for i in indices], [encoded.tgt[i] for i in indices]
-
-    alpha = config.tokenizer.sample_alpha
-    if alpha is not None:
-        fetch = SampledFetch(text, encoded, tokenizer, alpha, config.data.max_len)
+    if config.tokenizer.sample_alpha is not None:
+        return SampledSource(text, encoded, tokenizer, config)
     return IndexedSource(
         [len(s) for s in encoded.src],
         [len(t) for t in encoded.tgt],
-        fetch,
+        lambda indices: ([encoded.src[i] for i in indices], [encoded.tgt[i] for i in indices]),
         config.train.batch_tokens,
         config.train.seed,
     )
 
 
-class SampledFetch:
-    """Subword regularisation: a batch's pairs in freshly sampled segmentations. A side whose
-    sample runs past `max_len` keeps its best segmentation, which passed the length filter."""
+class SampledSource:
+    """Subword regularisation: each epoch's pairs in freshly sampled segmentations, batched by
+    TokenBatcher's rule on their sampled lengths. A side whose sample runs past
+    `data.max_len` keeps its best segmentation, which passed the length filter."""
 
     def __init__(
-        self,
-        text: ParallelText,
-        encoded: EncodedSplit,
-        tokenizer: Tokenizer,
-        alpha: float,
-        max_len: int | None,
+        self, text: ParallelText, encoded: EncodedSplit, tokenizer: Tokenizer, config: Experiment
     ):
-        self.text, self.encoded, self.tokenizer = text, encoded, tokenizer
-        self.alpha, self.max_len = alpha, max_len
+        self.src_lines = [text.src[row] for row in encoded.keep]
+        self.tgt_lines = [text.tgt[row] for row in encoded.keep]
+        self.encoded, self.tokenizer = encoded, tokenizer
+        self.alpha, self.max_len = config.tokenizer.sample_alpha, config.data.max_len
+        self.batch_tokens, self.seed = config.train.batch_tokens, config.train.seed
+        self.description = f"{len(encoded.keep)} training pairs, segmentations sampled"
 
-    def __call__(self, indices: list[int], seed: int) -> PairBatch:
-        rows = [self.encoded.keep[i] for i in indices]
-        src = self.tokenizer.src.sample([self.text.src[r] for r in rows], self.alpha, seed)
-        tgt = self.tokenizer.tgt.sample(
-            [self.text.tgt[r] for r in rows], self.alpha, seed ^ 0xFFFFFFFF
+    def batches(self, epoch: int, start: int = 0, shard: Shard = iter) -> Iterator[PairBatch]:
+        src, tgt = self.sampled(epoch)
+        batcher = TokenBatcher(
+            [len(s) for s in src], [len(t) for t in tgt], self.batch_tokens, self.seed, POOL_BATCHES
         )
-        return self._within(src, self.encoded.src, indices), self._within(
-            tgt, self.encoded.tgt, indices
-        )
+        for indices in shard(batcher.epoch(epoch)[start:]):
+            yield [src[i] for i in indices], [tgt[i] for i in indices]
 
-    def _within(
-        self, sampled: list[list[int]], best: list[list[int]], indices: list[int]
-    ) -> list[list[int]]:
+    def sampled(self, epoch: int) -> PairBatch:
+        """Every pair's segmentation in this epoch, a pure function of (seed, epoch)."""
+        seed = zlib.crc32(f"{self.seed}:{epoch}".encode())
+        src = self.tokenizer.src.sample(self.src_lines, self.alpha, seed)
+        tgt = self.tokenizer.tgt.sample(self.tgt_lines, self.alpha, seed ^ 0xFFFFFFFF)
+        return self._within(src, self.encoded.src), self._within(tgt, self.encoded.tgt)
+
+    def _within(self, sampled: list[list[int]], best: list[list[int]]) -> list[list[int]]:
         limit = self.max_len
         return [
-            ids if ids and (limit is None or len(ids) <= limit) else best[i]
-            for ids, i in zip(sampled, indices, strict=True)
+            ids if ids and (limit is None or len(ids) <= limit) else fallback
+            for ids, fallback in zip(sampled, best, strict=True)
         ]
 
 
@@ -219,7 +217,7 @@ def arrow_source(config: Experiment, tokenizer: Tokenizer, cache_root: Path) -> 
         _build_arrow_cache(data, tokenizer, directory)
     dataset = datasets.load_from_disk(str(directory))
 
-    def fetch(indices: list[int], seed: int) -> PairBatch:
+    def fetch(indices: list[int]) -> PairBatch:
         rows = dataset[indices]
         return rows["src_ids"], rows["tgt_ids"]
 
