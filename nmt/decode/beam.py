@@ -77,9 +77,12 @@ def beam_search(
     rank = torch.arange(beam, device=device)[None, :]  # [1, K]
     for t in range(int(limits.max())):
         logits, state, weights = model.step(state, prev)  # [N, V], weights [N, H, S]
-        extended = live.view(-1)[alive, None] + logits.float().log_softmax(-1)  # [N, V]
-        width = min(beam, extended.size(1))
-        row_best, row_token = extended.topk(width, dim=1)  # [N, W]: each live row's best
+        logits = logits.float()
+        width = min(beam, logits.size(1))
+        # each live row's best W: normalising shifts a row by one constant, so the best
+        # logits are the best extensions, and only those W are normalised and extended
+        row_best, row_token = logits.topk(width, dim=1)  # [N, W]
+        row_best = (row_best - logits.logsumexp(1, keepdim=True)) + live.view(-1)[alive, None]
         proposals = row_best.new_full((batch * beam, width), float("-inf"))
         proposals[alive] = row_best
         tokens = row_token.new_zeros(batch * beam, width)

@@ -50,6 +50,13 @@ def max_lengths(src_lengths: torch.Tensor, ratio: float, extra: int) -> torch.Te
     return (src_lengths.double() * ratio).ceil().long() + extra
 
 
+def log_probabilities(logits: torch.Tensor) -> torch.Tensor:
+    """log_softmax, as logits - logsumexp: beam search normalises its best logits alone in
+    the same way, so a beam of 1 scores exactly as greedy search does."""
+    logits = logits.float()
+    return logits - logits.logsumexp(-1, keepdim=True)
+
+
 Choose = Callable[[torch.Tensor], torch.Tensor]  # log-probabilities [B, V] -> tokens [B]
 
 
@@ -98,7 +105,7 @@ def step_by_step_search(
     tokens, weights = [], []
     for t in range(int(limits.max())):
         logits, state, weight = model.step(state, prev)  # only the active rows run
-        log_probs = logits.float().log_softmax(-1)  # [A, V]
+        log_probs = log_probabilities(logits)  # [A, V]
         chosen = choose(log_probs)
         scores[active] += log_probs.gather(1, chosen[:, None]).squeeze(1)
         # finished rows read eos and zero attention from here on; their hypotheses end before

@@ -29,22 +29,48 @@ from nmt.model.normalisers import build_normaliser
 
 class Memory(NamedTuple):
     """What a query attends over; every field has batch first so `index_select(0)` reorders it,
-    and positions second to last (`mask`: last), so a decoder can append its newest position."""
+    and positions second to last (`mask`: last), so a decoder can append its newest position.
+
+    `rows` maps query rows to memory rows (None: query row i reads memory row i). `select`
+    only composes that map: search reorders and repeats hypotheses at every step, and copying
+    each hypothesis's source keys and values ([rows, S, D] per layer) every step cost more
+    than attending over them. Attention then groups the queries by the memory row they read.
+    """
 
     keys: torch.Tensor  # scorer-specific layout, e.g. [B, S, A] or [B, H, S, d]
     values: torch.Tensor  # [B, H, S, d_v]
     mask: torch.Tensor | None  # [B, S] True on real positions; None: all real
+    rows: torch.Tensor | None = None  # [N] the memory row each query row reads
 
     def select(self, indices: torch.Tensor) -> Memory:
-        return Memory(*(None if f is None else f.index_select(0, indices) for f in self))
+        return self._replace(rows=indices if self.rows is None else self.rows[indices])
+
+    def materialised(self) -> Memory:
+        """The same memory with one row per query row: `rows` applied."""
+        if self.rows is None:
+            return self
+        fields = (self.keys, self.values, self.mask)
+        return Memory(*(None if f is None else f.index_select(0, self.rows) for f in fields))
 
     def extended(self, newer: Memory) -> Memory:
         """This memory followed by `newer`'s positions (a self-attention cache, one step on)."""
         if self.mask is not None or newer.mask is not None:
             raise ValueError("only memories without padding (mask None) are extended")
+        own = self.materialised()
         return Memory(
-            torch.cat([self.keys, newer.keys], -2), torch.cat([self.values, newer.values], -2), None
+            torch.cat([own.keys, newer.keys], -2), torch.cat([own.values, newer.values], -2), None
         )
+
+
+def query_slots(rows: torch.Tensor, groups: int) -> tuple[torch.Tensor, int]:
+    """For query rows reading memory rows `rows` [N] (of `groups`): each one's place among
+    the rows reading the same memory row, in order, and the most rows any memory row has."""
+    order = torch.argsort(rows, stable=True)
+    counts = torch.bincount(rows, minlength=groups)
+    starts = counts.cumsum(0) - counts
+    slots = torch.empty_like(rows)
+    slots[order] = torch.arange(rows.numel(), device=rows.device) - starts[rows[order]]
+    return slots, int(counts.max())
 
 
 def allowed_positions(
@@ -200,6 +226,8 @@ class Attention(nn.Module):
         Without weights to return, multi-head attention runs as one fused
         `scaled_dot_product_attention`, which never holds the [B, H, T, S] weights in memory.
         """
+        if memory.rows is not None:
+            return self._grouped(query, memory, causal, need_weights)
         if not need_weights and self.fusable:
             return self._fused(query, memory, causal), None
         scores = self.scorer.scores(query, memory.keys)
@@ -210,6 +238,25 @@ class Attention(nn.Module):
         weights = self.normaliser(scores, allowed)
         heads = self.dropout(weights).transpose(1, 2) @ memory.values  # [B, H, T, d_v]
         return self._output(heads), weights
+
+    def _grouped(
+        self, query: torch.Tensor, memory: Memory, causal: bool, need_weights: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Query rows mapped to memory rows: the queries of each memory row are attended as
+        one padded row of queries, then put back in their own rows."""
+        if causal:
+            raise ValueError("causal attention needs one memory row per query row")
+        slots, width = query_slots(memory.rows, memory.keys.size(0))
+        length = query.size(1)
+        grouped = query.new_zeros(memory.keys.size(0), width, length, query.size(-1))
+        grouped[memory.rows, slots] = query
+        context, weights = self(
+            grouped.flatten(1, 2), memory._replace(rows=None), need_weights=need_weights
+        )
+        context = context.unflatten(1, (width, length))[memory.rows, slots]
+        if weights is not None:
+            weights = weights.unflatten(1, (width, length))[memory.rows, slots]
+        return context, weights
 
     def _fused(self, query: torch.Tensor, memory: Memory, causal: bool) -> torch.Tensor:
         queries = split_heads(self.scorer.query_proj(query), self.scorer.heads)  # [B, H, T, d]

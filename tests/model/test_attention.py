@@ -100,9 +100,33 @@ def test_a_memory_extended_by_steps_equals_one_prepared_at_once():
         grown = grown.extended(attention.prepare(states[:, t : t + 1], None))
     assert grown.mask is None
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(whole[:2], grown[:2], strict=True))
-    assert torch.equal(whole.select(torch.tensor([2, 0])).keys, whole.keys[[2, 0]])
+    assert torch.equal(whole.select(torch.tensor([2, 0])).materialised().keys, whole.keys[[2, 0]])
     with pytest.raises(ValueError):
         Memory(whole.keys, whole.values, torch.ones(3, 4, dtype=torch.bool)).extended(whole)
+    picked = whole.select(torch.tensor([2, 0, 0])).select(torch.tensor([1, 0]))  # rows 0, 2
+    grown = picked.extended(attention.prepare(states[[0, 2], :1], None))
+    assert torch.equal(grown.keys[:, :, :4], whole.keys[[0, 2]]) and grown.rows is None
+
+
+@pytest.mark.parametrize("need_weights", [True, False])
+@pytest.mark.parametrize("config", VARIANTS, ids=variant_id)
+def test_a_selected_memory_attends_as_its_copied_rows_do(config, need_weights):
+    """Search selects memory rows lazily (reordered, repeated, dropped); attention through
+    the map equals attention over the copied rows."""
+    attention = build(config).eval()
+    states, mask = memory_batch(lengths=(5, 3, 1, 4))
+    rows = torch.tensor([3, 0, 0, 3, 1, 3])  # memory row 2 read by no query, 3 by three
+    selected = attention.prepare(states, mask).select(rows)
+    copied = selected.materialised()
+    assert copied.rows is None and torch.equal(copied.mask, mask[rows])
+    query = torch.randn(len(rows), 1, QUERY_DIM)
+    context, weights = attention(query, selected, need_weights=need_weights)
+    expected, expected_weights = attention(query, copied, need_weights=need_weights)
+    assert torch.allclose(context, expected, atol=1e-6)
+    if need_weights or not attention.fusable:
+        assert torch.allclose(weights, expected_weights, atol=1e-6)
+    with pytest.raises(ValueError, match="causal"):
+        attention(query, selected, causal=True)
 
 
 @pytest.mark.parametrize("config", VARIANTS, ids=variant_id)
