@@ -144,6 +144,16 @@ def test_eval_compares_checkpoints_with_bootstrap_p_values(run_dir):
     assert "p(BLEU)" in table.stdout and str(best) in table.stdout
 
 
+def test_eval_scores_an_ensemble_as_one_system(run_dir):
+    """An ensemble of a model with itself averages equal predictions: the model's translations."""
+    best = run_dir / "best.pt"
+    single = json.loads(cli("eval", "--checkpoint", best, "--json").stdout)
+    result = cli("eval", "--checkpoint", best, "--checkpoint", best, "--ensemble", "--json")
+    assert result.exit_code == 0, result.output
+    ensemble = json.loads(result.stdout)
+    assert ensemble["bleu"] == single["bleu"] and ensemble["chrf"] == single["chrf"]
+
+
 def test_eval_beam_1_scores_greedy_translations(run_dir, corpus_dir, tmp_path):
     best, greedy = run_dir / "best.pt", tmp_path / "greedy.hyp"
     args = ["--checkpoint", best, "--input", corpus_dir / "test.en", "--output", greedy]
@@ -156,6 +166,12 @@ def test_eval_beam_1_scores_greedy_translations(run_dir, corpus_dir, tmp_path):
     assert from_checkpoint | {"attention_entropy": None, "attention_nonzero": None} == json.loads(
         scored.stdout
     )
+    beam_hyp, test_de = run_dir / "test.hyp", corpus_dir / "test.de"
+    compared = cli("eval", "--hyp", beam_hyp, "--hyp", greedy, "--ref", test_de, "--json")
+    beam_row, greedy_row = json.loads(compared.stdout)["systems"]
+    assert (beam_row["name"], greedy_row["name"]) == (str(beam_hyp), str(greedy))
+    assert greedy_row["bleu"] == from_checkpoint["bleu"] and beam_row["bleu_p"] is None
+    assert 0 <= greedy_row["bleu_p"] <= 1
 
 
 @pytest.mark.parametrize("systems", [1, 2], ids=["one checkpoint", "two checkpoints"])

@@ -213,6 +213,7 @@ def test_newer_checkpoint_format_is_refused(run, tmp_path, command):
     [
         (["--hyp", "h", "--ref", "r", "--beam", "1"], ["--hyp", "nothing is decoded", "--beam"]),
         (["--hyp", "h", "--ref", "r", "--split", "test"], ["--hyp", "drop --split"]),
+        (["--hyp", "h", "--ref", "r", "--ensemble"], ["--hyp", "drop --ensemble"]),
         (["--hyp", "h", "--src", "s", "--ref", "r"], ["--hyp", "--checkpoint", "one or the other"]),
         (["--hyp", "h"], ["--hyp needs --ref"]),
         (["--checkpoint", "m.pt", "--src", "s"], ["--src s needs --ref"]),
@@ -225,6 +226,7 @@ def test_newer_checkpoint_format_is_refused(run, tmp_path, command):
     ids=[
         "hyp with beam",
         "hyp with split",
+        "hyp with ensemble",
         "hyp with src",
         "hyp without ref",
         "src without ref",

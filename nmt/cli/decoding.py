@@ -228,8 +228,12 @@ def evaluate(
         ),
     ] = None,
     hyp: Annotated[
-        Path | None,
-        typer.Option(metavar="FILE", help="Translations made elsewhere, to score."),
+        list[Path] | None,
+        typer.Option(
+            metavar="FILE",
+            help="Translations made elsewhere, to score; repeat to compare systems (paired "
+            "bootstrap p-values against the first).",
+        ),
     ] = None,
     ref: Annotated[
         Path | None,
@@ -247,32 +251,45 @@ def evaluate(
             "(repeatable).",
         ),
     ] = None,
+    ensemble: Annotated[
+        bool,
+        typer.Option(
+            "--ensemble",
+            help="Translate with all the --checkpoint models as one ensemble instead of "
+            "comparing them.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Score translations with sacrebleu (BLEU, chrF and their signatures).
 
     A checkpoint translates a split of its corpus (--split, default test) or a test set of
     your own (--src and --ref); unset decoding options come from its decode section. --hyp
-    scores translations made elsewhere.
+    scores translations made elsewhere (an ensemble's, say: nmt translate with --checkpoint
+    repeated).
 
     \b
     Examples:
       nmt eval --checkpoint runs/demo/best.pt --split test --beam 1
       nmt eval --checkpoint runs/demo/best.pt --src test.en --ref test.de
       nmt eval --checkpoint runs/a/best.pt --checkpoint runs/b/best.pt
+      nmt eval --checkpoint runs/a/best.pt --checkpoint runs/b/best.pt --ensemble
       nmt eval --hyp output.txt --ref reference.txt --json
+      nmt eval --hyp baseline.txt --hyp ensemble.txt --ref reference.txt
     """
 
     def action() -> None:
         from nmt.decode.evaluation import read_test_set, score_checkpoints, score_files
 
         decode = given(batch_size=batch_size, beam=beam, alpha=alpha)
-        _check_eval_options(checkpoint, split, src, hyp, ref, set_, decode)
-        if hyp is not None:
+        _check_eval_options(checkpoint, split, src, hyp, ref, set_, decode, ensemble)
+        if hyp:
             report = score_files(hyp, ref)
         else:
             test_set = read_test_set(src, ref) if src is not None else None
-            report = score_checkpoints(checkpoint, test_set, split or "test", set_ or [], **decode)
+            report = score_checkpoints(
+                checkpoint, test_set, split or "test", set_ or [], ensemble, **decode
+            )
         typer.echo(json.dumps(report.as_dict()) if as_json else report.summary())
 
     guarded(action)
@@ -282,19 +299,22 @@ def _check_eval_options(
     checkpoint: list[Path] | None,
     split: str | None,
     src: Path | None,
-    hyp: Path | None,
+    hyp: list[Path] | None,
     ref: Path | None,
     overrides: list[str] | None,
     decode: dict,
+    ensemble: bool,
 ) -> None:
     """Refuses option combinations of nmt eval that are incomplete, or that it would ignore."""
-    if hyp is not None:
+    if hyp:
         if checkpoint or src is not None:
             raise UserError(
                 "--hyp scores translations made elsewhere; --checkpoint (with --split or "
                 "--src) makes its own. Give one or the other."
             )
         unused = [f"--{key.replace('_', '-')}" for key in decode]
+        if ensemble:
+            unused.append("--ensemble")
         if split is not None:
             unused.append("--split")
         if overrides:

@@ -70,9 +70,14 @@ def read_test_set(src: Path, ref: Path) -> ParallelText:
     return ParallelText(sources, references, f"{src} / {ref.name}")
 
 
-def score_files(hyp: Path, ref: Path) -> Scores:
-    """Scores translations made elsewhere against their references, line by line."""
-    return score(*_aligned("--hyp", hyp, ref))
+def score_files(hyps: Sequence[Path], ref: Path) -> Scores | Comparison:
+    """Scores translations made elsewhere against their references, line by line: one file
+    gives its Scores; several a Comparison, with p-values against the first."""
+    systems = [(str(hyp), _aligned("--hyp", hyp, ref)[0]) for hyp in hyps]
+    references = read_lines(ref)
+    if len(systems) == 1:
+        return score(systems[0][1], references)
+    return Comparison(*compare(systems, references))
 
 
 def _aligned(option: str, path: Path, ref: Path) -> tuple[list[str], list[str]]:
@@ -90,6 +95,7 @@ def score_checkpoints(
     test_set: ParallelText | None = None,
     split: str = "test",
     overrides: Sequence[str] = (),
+    ensemble: bool = False,
     **decode_overrides: Any,
 ) -> Scores | Comparison:
     """Translates a test set with each checkpoint in turn and scores the translations.
@@ -97,16 +103,18 @@ def score_checkpoints(
     The test set is `test_set` if given, else the `split` of each checkpoint's own corpus
     (see checkpoint_split; `overrides` amend its config). `decode_overrides` (beam=1, ...)
     replace each checkpoint's decode settings. One checkpoint gives its Scores; several give
-    a Comparison, with sacrebleu's paired bootstrap p-values against the first.
+    a Comparison, with sacrebleu's paired bootstrap p-values against the first, unless
+    `ensemble` makes them one system, whose Scores come back.
     """
     if not checkpoints:
         raise UserError("no checkpoint to score.")
     # Only the best translation is scored: an n-best list would cost time, and with nbest
     # above the beam size the checkpoint's decode section would refuse e.g. beam=1.
     decode_overrides = {"nbest": 1, **decode_overrides}
+    systems = [list(checkpoints)] if ensemble else [[path] for path in checkpoints]
     evaluations, references = [], None
-    for path in checkpoints:
-        translator, config = load_translator(path, **decode_overrides)
+    for paths in systems:
+        translator, config = load_translator(paths, **decode_overrides)
         text = test_set if test_set is not None else checkpoint_split(config, split, overrides)
         if references is not None and text.tgt != references:
             raise UserError(
@@ -117,8 +125,8 @@ def score_checkpoints(
         evaluations.append(evaluate(translator, text))
     if len(evaluations) == 1:
         return evaluations[0].scores
-    systems = [(str(path), e.hypotheses) for path, e in zip(checkpoints, evaluations, strict=True)]
-    rows, signatures = compare(systems, references)
+    named = [(str(path), e.hypotheses) for path, e in zip(checkpoints, evaluations, strict=True)]
+    rows, signatures = compare(named, references)
     rows = [
         replace(
             row,
