@@ -247,15 +247,15 @@ class Attention(nn.Module):
         if causal:
             raise ValueError("causal attention needs one memory row per query row")
         slots, width = query_slots(memory.rows, memory.keys.size(0))
-        length = query.size(1)
-        grouped = query.new_zeros(memory.keys.size(0), width, length, query.size(-1))
-        grouped[memory.rows, slots] = query
+        groups, length = memory.keys.size(0), query.size(1)
+        grouped = query.new_zeros(groups, width, length, query.size(-1))  # [G, W, T, Q]
+        grouped[memory.rows, slots] = query  # query [N, T, Q]
         context, weights = self(
             grouped.flatten(1, 2), memory._replace(rows=None), need_weights=need_weights
         )
-        context = context.unflatten(1, (width, length))[memory.rows, slots]
+        context = context.unflatten(1, (width, length))[memory.rows, slots]  # [N, T, C]
         if weights is not None:
-            weights = weights.unflatten(1, (width, length))[memory.rows, slots]
+            weights = weights.unflatten(1, (width, length))[memory.rows, slots]  # [N, T, H, S]
         return context, weights
 
     def _fused(self, query: torch.Tensor, memory: Memory, causal: bool) -> torch.Tensor:
