@@ -246,8 +246,8 @@ class Attention(nn.Module):
         one padded row of queries, then put back in their own rows."""
         if causal:
             raise ValueError("causal attention needs one memory row per query row")
-        slots, width = query_slots(memory.rows, memory.keys.size(0))
         groups, length = memory.keys.size(0), query.size(1)
+        slots, width = query_slots(memory.rows, groups)
         grouped = query.new_zeros(groups, width, length, query.size(-1))  # [G, W, T, Q]
         grouped[memory.rows, slots] = query  # query [N, T, Q]
         context, weights = self(
