@@ -79,7 +79,7 @@ ensemble_bleu() { # SPLIT BEAM ALPHA -> the ensemble's BLEU
 echo "== beam size and length penalty of the ensemble, chosen on valid BLEU" >&2
 best=""
 for beam in 5 10; do
-    for alpha in 0.6 1.0 1.4; do
+    for alpha in 0.6 1.0 1.4 2.0; do
         bleu=$(ensemble_bleu valid "$beam" "$alpha")
         echo "   beam $beam, alpha $alpha: valid BLEU $bleu" >&2
         if [[ -z $best ]] || awk "BEGIN {exit !($bleu > ${best%% *})}"; then

@@ -63,7 +63,7 @@ def test_the_recipe_trains_chooses_on_valid_and_scores_the_ensemble(tmp_path, co
         config = yaml.safe_load((runs / f"seed{seed}" / "config.yaml").read_text())
         assert config["train"]["seed"] == seed and config["train"]["max_minutes"] == 1
     assert "2 models x 1 minutes" in first.stderr
-    assert first.stderr.count(": valid BLEU ") == 6  # beam 5 and 10, alpha 0.6, 1.0 and 1.4
+    assert first.stderr.count(": valid BLEU ") == 8  # beam 5 and 10, alpha 0.6, 1.0, 1.4, 2.0
     chosen = first.stderr.split("on test, ")[1].split("\n")[0]  # e.g. "beam 5, alpha 0.6"
     assert chosen.startswith("beam ")
     assert "BLEU" in first.stdout and "nrefs:1" in first.stdout and "chrF" in first.stdout
