@@ -1,3 +1,7 @@
+import subprocess
+import sys
+
+import pytest
 import sentencepiece as spm
 
 from nmt.config import TokenizerConfig
@@ -44,3 +48,36 @@ def test_existing_model_without_pad_gets_appended_ids(corpus_dir, tmp_path):
     assert (vocab.bos_id, vocab.eos_id) == (1, 2)
     assert vocab.pad_id == 100 and vocab.size == 101
     assert vocab.decode([vocab.bos_id, *vocab.encode(["the dog"])[0], vocab.pad_id]) == "the dog"
+
+
+SAMPLE_IN_A_NEW_PROCESS = """
+import sys
+from pathlib import Path
+from nmt.data.tokenizer import Vocab
+model, corpus = Path(sys.argv[1]), Path(sys.argv[2])
+print(Vocab(model.read_bytes()).sample(corpus.read_text().splitlines(), 0.3, seed=11))
+"""
+
+
+@pytest.mark.parametrize("subwords", ["bpe", "unigram"])
+def test_a_seeded_sample_is_the_same_in_another_process(corpus_dir, tmp_path, subwords):
+    """What exact resume with tokenizer.sample_alpha rests on: a restarted run draws the
+    segmentations of its epoch again from the seed alone."""
+    corpus = corpus_dir / "train.en"
+    lines = corpus.read_text().splitlines()
+    vocab = build_tokenizer(
+        TokenizerConfig(type=subwords, vocab_size=150), lines, lines, tmp_path
+    ).src
+    model = tmp_path / "spm.model"
+    model.write_bytes(vocab.model_proto)
+    here = vocab.sample(lines, 0.3, seed=11)
+    assert here != vocab.encode(lines)  # it samples
+    assert here != vocab.sample(lines, 0.3, seed=12)
+    for _ in range(2):
+        run = subprocess.run(
+            [sys.executable, "-c", SAMPLE_IN_A_NEW_PROCESS, str(model), str(corpus)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert run.stdout.strip() == str(here)
