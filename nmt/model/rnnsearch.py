@@ -20,6 +20,20 @@ from nmt.model.dropout import Dropout
 from nmt.model.encoder import EncoderOutput
 
 
+class GateLinear(nn.Linear):
+    """A Linear layer whose output stacks the pre-activations of `gates` gates of a recurrent
+    cell, one block of `hidden` features each; `recurrent`: its input is the cell's own
+    previous state. Only its initialisation differs from a Linear layer's (one rule per gate
+    block: nmt/model/initialisation.py)."""
+
+    def __init__(
+        self, in_dim: int, hidden: int, gates: int, bias: bool = True, recurrent: bool = False
+    ):
+        super().__init__(in_dim, gates * hidden, bias=bias)
+        self.gates = gates
+        self.recurrent = recurrent
+
+
 @dataclass
 class RNNSearchState:
     hidden: torch.Tensor  # [B, H] s_{i-1}
@@ -46,9 +60,9 @@ class RNNSearchDecoder(nn.Module):
         self.init_proj = nn.Linear(encoder_final_dim, hidden)
         self.attention = attention
         # GRU gates [r, z, n], split by input so the E y part is one matmul for all steps.
-        self.embedding_gates = nn.Linear(emb, 3 * hidden)
-        self.context_gates = nn.Linear(context, 3 * hidden, bias=False)
-        self.hidden_gates = nn.Linear(hidden, 3 * hidden)
+        self.embedding_gates = GateLinear(emb, hidden, 3)
+        self.context_gates = GateLinear(context, hidden, 3, bias=False)
+        self.hidden_gates = GateLinear(hidden, hidden, 3, recurrent=True)
         self.maxout = config.output == "maxout"
         pieces = 2 if self.maxout else 1
         self.readout = nn.Linear(hidden + emb + context, pieces * config.out_dim)

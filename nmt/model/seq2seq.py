@@ -16,6 +16,7 @@ from nmt.config import ConfigError, ModelConfig
 from nmt.model.attention import build_attention
 from nmt.model.decoder import Decoder, DecoderState
 from nmt.model.encoder import EncoderOutput, build_encoder
+from nmt.model.initialisation import initialise
 from nmt.model.loss import vocabulary_loss
 from nmt.model.rnnsearch import RNNSearchDecoder
 from nmt.model.transformer import TransformerDecoder
@@ -96,23 +97,5 @@ def build_model(config: ModelConfig, src: Vocabulary, tgt: Vocabulary) -> Seq2Se
             )
         encoder.embed.weight = decoder.embed.weight
     model = Seq2Seq(encoder, decoder, tgt.pad_id)
-    _initialise(model)
+    initialise(model)
     return model
-
-
-def _initialise(model: nn.Module) -> None:
-    """Xavier matrices, zero biases, small embeddings, orthogonal recurrences; norms keep 1."""
-    for name, parameter in model.named_parameters():
-        if "embed" in name:
-            nn.init.normal_(parameter, std=parameter.size(-1) ** -0.5)
-        elif "weight_hh" in name:
-            for gate in parameter.chunk(parameter.size(0) // parameter.size(1)):
-                nn.init.orthogonal_(gate)
-        elif parameter.dim() >= 2:
-            nn.init.xavier_uniform_(parameter)
-        elif name.endswith("bias"):
-            nn.init.zeros_(parameter)
-    for module in model.modules():
-        if isinstance(module, nn.Embedding) and module.padding_idx is not None:
-            with torch.no_grad():
-                module.weight[module.padding_idx].zero_()
