@@ -3,16 +3,19 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 TORCH  := torch==2.13.0
+# e.g. TORCH_INDEX=https://download.pytorch.org/whl/cpu: PyTorch's CPU wheels, without the
+# CUDA packages that the same pin pulls from PyPI on Linux x86-64
+TORCH_INDEX ?=
 
 .PHONY: setup browser test test-slow lint train bench clean
 
 setup: $(VENV)/.installed
 
-# torch is pinned and installed first: an unpinned resolve would fetch a multi-GB CUDA build.
+# torch is pinned and installed first, so nothing later resolves another version of it.
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q $(TORCH)
+	$(BIN)/pip install -q $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 

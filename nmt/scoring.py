@@ -15,7 +15,7 @@ class Scores:
     chrf: float
     bleu_signature: str
     chrf_signature: str
-    # Of the attention behind the translations (nmt/decode/attention_stats.py), per target
+    # Of the attention behind the translations (nmt/translate/attention_stats.py), per target
     # token: the mean entropy in nats and the mean number of non-zero weights. None when the
     # translations came from elsewhere.
     attention_entropy: float | None = None

@@ -64,9 +64,9 @@ def baseline(checkpoint: Path, lines: list[str], beam: int | None) -> dict:
     """What `nmt translate --batch-size 64` spends translating (load time excluded)."""
     import torch
 
-    from nmt.decode.translator import load_translator
+    from nmt import Translator
 
-    translator, _ = load_translator(checkpoint, **({"beam": beam} if beam else {}))
+    translator = Translator.load(checkpoint, device="cpu", **({"beam": beam} if beam else {}))
     started = time.perf_counter()
     translator.translate(lines, batch_size=64)
     seconds = time.perf_counter() - started

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -11,10 +12,12 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from nmt.checkpoint import checkpoint_payload, save_checkpoint
 from nmt.config import Experiment, load_config
 from nmt.data.demo import generate_pairs
 from nmt.data.tokenizer import Tokenizer, build_tokenizer
 from nmt.model.seq2seq import Seq2Seq, build_model
+from nmt.translate.translator import Translator
 
 ROOT = Path(__file__).resolve().parents[1]
 MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
@@ -54,37 +57,18 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("NMT_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
-TINY_OVERRIDES = [
-    "data.src_lang=en",
-    "train.threads=1",  # tiny models run faster on one thread than on two competing ones
-    "data.tgt_lang=de",
-    "tokenizer.vocab_size=200",
-    "model.encoder.emb_dim=16",
-    "model.encoder.hidden_dim=16",
-    "model.attention.attn_dim=16",
-    "model.decoder.emb_dim=16",
-    "model.decoder.hidden_dim=24",
-    "model.decoder.out_dim=16",
-    "train.max_steps=6",
-    "train.batch_tokens=200",
-    "train.log_every=2",
-    "train.valid_every=3",
-    "train.valid_max_sentences=8",
-    "decode.batch_size=8",
-]
-
-
 DEMO_CONFIG = ROOT / "configs" / "demo.yaml"
+TINY_CONFIG = ROOT / "tests" / "tiny.yaml"
 
 
 def tiny_overrides(corpus: Path | str, *extra: str) -> list[str]:
-    """Overrides of DEMO_CONFIG for a tiny model trained on the {split}.{en,de} files in
-    `corpus`, then `extra` (a later override of the same key wins)."""
-    return [f"data.path={corpus}", "data.demo=false", *TINY_OVERRIDES, *extra]
+    """Overrides of TINY_CONFIG for the {split}.{en,de} files in `corpus`, then `extra` (a
+    later override of the same key wins)."""
+    return [f"data.path={corpus}", *extra]
 
 
 def tiny_experiment(corpus: Path | str, *extra: str) -> Experiment:
-    return load_config(DEMO_CONFIG, tiny_overrides(corpus, *extra))
+    return load_config(TINY_CONFIG, tiny_overrides(corpus, *extra))
 
 
 def set_options(*overrides: str) -> list[str]:
@@ -92,37 +76,33 @@ def set_options(*overrides: str) -> list[str]:
     return [option for override in overrides for option in ("--set", override)]
 
 
-# What turns DEMO_CONFIG's RNNsearch into a Transformer of 2 + 2 layers with one embedding
-# matrix for both sides and the output (the keys RNNsearch reads go back to their defaults).
+# A Transformer of 2 + 2 layers with one embedding matrix for both sides and the output: the
+# three type keys, then what this Transformer chooses (the keys RNNsearch read drop out).
 TRANSFORMER_SWITCH = (
     "model.encoder.type=self_attention",
-    "model.encoder.hidden_dim=256",
-    "model.encoder.layers=2",
     "model.decoder.type=transformer",
-    "model.decoder.hidden_dim=512",
-    "model.decoder.out_dim=256",
+    "model.attention.type=multihead",
+    "model.attention.kv=separate",
+    "model.encoder.layers=2",
     "model.decoder.layers=2",
     "model.decoder.tie_embeddings=true",
     "model.share_embeddings=true",
-    "model.attention.type=multihead",
-    "model.attention.kv=separate",
 )
-# The demo corpus learnt in about a minute: a schedule for a short run, and a Transformer of
-# the demo's size (width 64).
+# The demo corpus learnt in about a minute: a schedule for a short run.
 DEMO_SHORT = ("train.max_minutes=null", "train.valid_every=100000", "train.log_every=100")
-DEMO_TRANSFORMER = (
+# A tiny Transformer (width 16, two heads) for the tiny experiment.
+TINY_TRANSFORMER = (
     *TRANSFORMER_SWITCH,
-    "model.encoder.ff_dim=256",
-    "model.decoder.ff_dim=256",
-    "model.attention.attn_dim=64",
-    "train.schedule=inverse_sqrt",
-    "train.warmup_steps=100",
+    "model.encoder.heads=2",
+    "model.decoder.heads=2",
+    "model.attention.heads=2",
 )
+LINES = ["the dog sees the cat.", "", "a very small bird has slept because we sleep."]
 
 
-def train_demo(run_dir: Path, *overrides: str) -> Path:
+def train_demo(run_dir: Path, *overrides: str, config: Path = DEMO_CONFIG) -> Path:
     """Trains on the demo corpus through the command line; returns the run directory."""
-    args = ("train", "--config", DEMO_CONFIG, "--run-dir", run_dir)
+    args = ("train", "--config", config, "--run-dir", run_dir)
     result = nmt(*args, *set_options(*DEMO_SHORT, *overrides))
     assert result.returncode == 0, result.stderr
     return run_dir
@@ -143,13 +123,14 @@ def one_thread():
 
 @pytest.fixture(scope="session")
 def demo_transformer(tmp_path_factory) -> Path:
-    """The run directory of a Transformer trained on the demo corpus (once per session)."""
-    return train_demo(tmp_path_factory.mktemp("demo-transformer"), *DEMO_TRANSFORMER)
+    """The run directory of configs/demo_transformer.yaml trained (once per session)."""
+    run_dir = tmp_path_factory.mktemp("demo-transformer")
+    return train_demo(run_dir, config=ROOT / "configs" / "demo_transformer.yaml")
 
 
 def tiny_train_args(run_dir: Path, corpus: Path | str, *extra: str) -> list[str]:
     """The arguments of `nmt train` for the tiny experiment on `corpus`, run in `run_dir`."""
-    args = ["train", "--config", DEMO_CONFIG, "--run-dir", run_dir]
+    args = ["train", "--config", TINY_CONFIG, "--run-dir", run_dir]
     return [*map(str, args), *set_options(*tiny_overrides(corpus, *extra))]
 
 
@@ -160,7 +141,7 @@ def tiny_config(corpus_dir) -> Experiment:
 
 @pytest.fixture(scope="session")
 def tokenizer(corpus_dir, tmp_path_factory) -> Tokenizer:
-    config = load_config(DEMO_CONFIG, TINY_OVERRIDES).tokenizer
+    config = load_config(TINY_CONFIG).tokenizer
     src = (corpus_dir / "train.en").read_text("utf-8").splitlines()
     tgt = (corpus_dir / "train.de").read_text("utf-8").splitlines()
     return build_tokenizer(config, src, tgt, tmp_path_factory.mktemp("spm"))
@@ -180,3 +161,18 @@ def tiny_model(config: Experiment, vocab_size: int = 50, seed: int = 0) -> Seq2S
     torch.manual_seed(seed)
     vocab = SimpleNamespace(size=vocab_size, pad_id=0)
     return build_model(config.model, vocab, vocab)
+
+
+def write_checkpoint(path: Path, config: Experiment, tokenizer: Tokenizer, seed: int = 0) -> Path:
+    """An untrained model of `config`: enough to check what translate and serve answer."""
+    torch.manual_seed(seed)
+    model = build_model(config.model, tokenizer.src, tokenizer.tgt)
+    save_checkpoint(path, checkpoint_payload(model, config, tokenizer, step=0, metrics={}))
+    return path
+
+
+def make_translator(config: Experiment, tokenizer: Tokenizer, **decode) -> Translator:
+    """An untrained model of `config` in a Translator, with `decode` settings replaced."""
+    torch.manual_seed(0)
+    model = build_model(config.model, tokenizer.src, tokenizer.tgt)
+    return Translator(model, tokenizer, config, dataclasses.replace(config.decode, **decode))

@@ -90,6 +90,20 @@ def test_user_errors_exit_2_without_traceback(tmp_path):
     assert missing.returncode == 2 and "does not exist" in missing.stderr
 
 
+def test_the_last_line_of_train_says_what_ended_the_run(tmp_path, corpus_dir):
+    by_steps = cli(*tiny_train_args(tmp_path / "steps", corpus_dir, "train.max_steps=2"))
+    assert by_steps.exit_code == 0, by_steps.output
+    last = by_steps.stdout.splitlines()[-1]
+    assert re.fullmatch(
+        r"stopped at step 2: train.max_steps \(2\) reached, after [0-9.]+ minutes of training", last
+    )
+    by_time = ["train.max_steps=100000", "train.max_minutes=0.0001"]
+    by_minutes = cli(*tiny_train_args(tmp_path / "minutes", corpus_dir, *by_time))
+    assert by_minutes.exit_code == 0, by_minutes.output
+    assert "test BLEU" in by_minutes.stdout.splitlines()[-2]
+    assert "train.max_minutes (0.0001) reached" in by_minutes.stdout.splitlines()[-1]
+
+
 def test_help_is_fast_and_shows_examples():
     started = time.monotonic()
     result = nmt("--help")
@@ -98,26 +112,16 @@ def test_help_is_fast_and_shows_examples():
         assert "Example" in nmt(command, "--help").stdout
 
 
-# Keys a variant does not read go back to their defaults (the tiny config sets attn_dim and
-# the encoder's hidden_dim): a key that would do nothing is a config error.
+# Each variant by its type keys; the keys of tests/tiny.yaml it does not read (attn_dim, the
+# encoder's hidden_dim) drop out with a notice.
 @pytest.mark.parametrize(
     "model",
     [
-        [
-            "model.attention.type=dot",
-            "model.attention.kv=separate",
-            "model.attention.scaled=true",
-            "model.attention.attn_dim=512",
-        ],
+        ["model.attention.type=dot", "model.attention.kv=separate", "model.attention.scaled=true"],
         ["model.attention.type=general", "model.attention.window=3"],
         ["model.attention.type=multihead", "model.attention.heads=2", "model.attention.kv=shared"],
         ["model.attention.kv=separate"],
-        [
-            "model.encoder.type=self_attention",
-            "model.encoder.heads=2",
-            "model.encoder.ff_dim=32",
-            "model.encoder.hidden_dim=256",
-        ],
+        ["model.encoder.type=self_attention", "model.encoder.heads=2", "model.encoder.ff_dim=32"],
         [
             "model.encoder.type=birnn_self_attention",
             "model.encoder.heads=2",

@@ -274,6 +274,12 @@ def test_huge_line_is_cut_with_a_warning_and_output_stays_bounded(run):
     bound = math.ceil(250 * config["max_len_ratio"]) + config["max_len_extra"]
     first, second = result.stdout.split("\n")[:2]
     assert result.stdout.count("\n") == 2 and len(second.split()) <= bound
+    shorter = nmt("translate", "--checkpoint", run / "best.pt", "--max-src-len", 20, input=line)
+    assert shorter.returncode == 0 and "decode.max_src_len=20 " in shorter.stderr
+    assert (
+        len(shorter.stdout.split())
+        <= math.ceil(20 * config["max_len_ratio"]) + config["max_len_extra"]
+    )
 
 
 def test_characters_never_seen_in_training(run):
@@ -392,6 +398,6 @@ def test_unexpected_exception_is_an_internal_error(monkeypatch, run):
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("nmt.decode.translator.load_translator", broken)
+    monkeypatch.setattr("nmt.translate.translator.Translator.load", broken)
     result = cli("translate", "--checkpoint", run / "best.pt", input="a dog\n")
     assert result.exit_code == 1 and isinstance(result.exception, RuntimeError)

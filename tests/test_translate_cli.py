@@ -7,25 +7,12 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
-from conftest import TRANSFORMER_SWITCH, tiny_experiment
-from nmt.checkpoint import checkpoint_payload, save_checkpoint
+from conftest import LINES, TINY_TRANSFORMER, tiny_experiment, write_checkpoint
 from nmt.config import ConfigError
 from nmt.data.tokenizer import Tokenizer, build_tokenizer
-from nmt.decode.translator import load_translator
 from nmt.errors import UserError
-from nmt.model.seq2seq import build_model
-
-LINES = ["the dog sees the cat.", "", "a very small bird has slept because we sleep."]
-
-
-def write_checkpoint(path, config, tokenizer, seed=0):
-    """An untrained tiny model is enough to check what translate writes and when."""
-    torch.manual_seed(seed)
-    model = build_model(config.model, tokenizer.src, tokenizer.tgt)
-    save_checkpoint(path, checkpoint_payload(model, config, tokenizer, step=0, metrics={}))
-    return path
+from nmt.translate.translator import Translator
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +23,11 @@ def config(corpus_dir):
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory, config, tokenizer):
     return write_checkpoint(tmp_path_factory.mktemp("ckpt") / "model.pt", config, tokenizer)
+
+
+def texts(translations):
+    """Each translation's n-best texts."""
+    return [[candidate.text for candidate in t.nbest] for t in translations]
 
 
 def nmt_process(*args):
@@ -50,7 +42,7 @@ def nmt_process(*args):
 
 
 def test_stdin_is_translated_line_by_line_as_it_arrives(checkpoint):
-    translator, _ = load_translator(checkpoint)
+    translator = Translator.load(checkpoint)
     expected = [translator.translate([line])[0].text for line in LINES]
     process = nmt_process("translate", "--checkpoint", checkpoint)
     try:
@@ -95,9 +87,9 @@ def test_nbest_alignments_and_heatmaps_from_the_command_line(checkpoint, tmp_pat
 
 
 def test_an_ensemble_of_a_checkpoint_with_itself_translates_like_it(checkpoint):
-    alone, _ = load_translator(checkpoint, beam=3, nbest=2)
-    pair, _ = load_translator([checkpoint, checkpoint], beam=3, nbest=2)
-    assert [t.texts for t in pair.translate(LINES)] == [t.texts for t in alone.translate(LINES)]
+    alone = Translator.load(checkpoint, beam=3, nbest=2)
+    pair = Translator.load([checkpoint, checkpoint], beam=3, nbest=2)
+    assert texts(pair.translate(LINES)) == texts(alone.translate(LINES))
 
 
 def test_an_ensemble_needs_the_same_vocabularies(
@@ -109,36 +101,28 @@ def test_an_ensemble_needs_the_same_vocabularies(
     ).tgt
     same_source = write_checkpoint(tmp_path / "tgt.pt", config, Tokenizer(tokenizer.src, other))
     with pytest.raises(UserError, match="different target vocabularies"):
-        load_translator([checkpoint, same_source])
+        Translator.load([checkpoint, same_source])
     both = write_checkpoint(tmp_path / "both.pt", config, Tokenizer(other, other))
     with pytest.raises(UserError, match="different source vocabularies"):
-        load_translator([checkpoint, both])
+        Translator.load([checkpoint, both])
 
 
 def test_sampling_is_reproducible_with_a_seed(checkpoint):
     def draw(seed):
-        translator, _ = load_translator(checkpoint, sample=True, nbest=3, seed=seed, top_p=0.9)
-        return [t.texts for t in translator.translate(LINES)]
+        translator = Translator.load(checkpoint, sample=True, nbest=3, seed=seed, top_p=0.9)
+        return texts(translator.translate(LINES))
 
     assert draw(1) == draw(1) != draw(2)
 
 
 def test_command_line_settings_are_checked_like_config_keys(checkpoint):
     with pytest.raises(ConfigError, match="decode.nbest"):
-        load_translator(checkpoint, beam=2, nbest=3)
-
-
-TRANSFORMER = (
-    *TRANSFORMER_SWITCH,
-    "model.encoder.heads=2",
-    "model.decoder.heads=2",
-    "model.attention.heads=2",
-)
+        Translator.load(checkpoint, beam=2, nbest=3)
 
 
 @pytest.fixture(scope="module")
 def transformer_checkpoint(tmp_path_factory, corpus_dir, tokenizer):
-    config = tiny_experiment(corpus_dir, *TRANSFORMER)
+    config = tiny_experiment(corpus_dir, *TINY_TRANSFORMER)
     return write_checkpoint(tmp_path_factory.mktemp("ckpt") / "t.pt", config, tokenizer)
 
 
@@ -164,13 +148,13 @@ def test_attention_layer_chooses_what_a_transformer_shows(transformer_checkpoint
 
 def test_attention_layer_is_refused_for_an_rnnsearch(checkpoint):
     with pytest.raises(UserError, match="RNNsearch decoder.*drop the option"):
-        load_translator(checkpoint, attention_layer=1)
+        Translator.load(checkpoint, attention_layer=1)
 
 
 def test_a_transformer_and_an_rnnsearch_translate_as_one_ensemble(
     checkpoint, transformer_checkpoint
 ):
-    pair, _ = load_translator([transformer_checkpoint, checkpoint], beam=3, attention_layer=1)
+    pair = Translator.load([transformer_checkpoint, checkpoint], beam=3, attention_layer=1)
     translations = pair.translate(LINES)
     assert [bool(t.text) for t in translations] == [True, False, True]
     assert all(h.attention.shape[1] == 1 for t in translations for h in t.hypotheses)

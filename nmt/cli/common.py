@@ -38,6 +38,15 @@ AlphaOption = Annotated[
         help="Length penalty exponent: rank by score / ((5 + length) / 6) ** alpha.",
     ),
 ]
+MaxSrcLenOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        metavar="N",
+        help="Cut sources longer than N subwords to N, with a warning (default: "
+        "decode.max_src_len).",
+    ),
+]
 
 QuantizeOption = Annotated[
     Literal["int8"] | None,

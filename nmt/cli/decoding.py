@@ -13,6 +13,7 @@ from nmt.cli.common import (
     AlphaOption,
     BatchSizeOption,
     BeamOption,
+    MaxSrcLenOption,
     QuantizeOption,
     check_output_dir,
     given,
@@ -65,6 +66,7 @@ def translate(
     batch_size: BatchSizeOption = None,
     beam: BeamOption = None,
     alpha: AlphaOption = None,
+    max_src_len: MaxSrcLenOption = None,
     nbest: Annotated[
         int | None,
         typer.Option(
@@ -114,15 +116,16 @@ def translate(
 
     \b
     Examples:
-      echo "ein Hund läuft ." | nmt translate --checkpoint runs/demo/best.pt --beam 5
+      echo "the small dog sees a bird." | nmt translate --checkpoint runs/demo/best.pt
       nmt translate --checkpoint runs/demo/best.pt --input test.en --output test.hyp
+      nmt translate --checkpoint runs/demo/best.pt --beam 1 --alignments --input test.en
       nmt translate --checkpoint runs/demo/best.pt --quantize int8 --input test.en
-      nmt translate --engine ctranslate2 --model exported/demo --input test.en
+      nmt translate --engine ctranslate2 --model exported/demo_transformer --input test.en
     """
 
     def action() -> None:
         from nmt.data.splits import read_lines
-        from nmt.decode.lines import line_batches, write_translations
+        from nmt.translate.lines import line_batches, write_translations
 
         _check_engine_options(
             engine, checkpoint, model, sample, alignments, attention_plots, attention_layer
@@ -139,15 +142,16 @@ def translate(
             top_k=top_k,
             top_p=top_p,
             seed=seed,
+            max_src_len=max_src_len,
         )
         if engine == "ctranslate2":
-            from nmt.decode.ctranslate2_engine import load_ctranslate2_translator
+            from nmt.export.engine import load_ctranslate2_translator
 
-            translator, _ = load_ctranslate2_translator(model, quantize, **settings)
+            translator = load_ctranslate2_translator(model, quantize, **settings)
         else:
-            from nmt.decode.translator import load_translator
+            from nmt.translate.translator import Translator
 
-            translator, _ = load_translator(
+            translator = Translator.load(
                 checkpoint, attention_layer=attention_layer, quantize=quantize, **settings
             )
         with output_stream(output) as sink:
@@ -242,6 +246,7 @@ def evaluate(
     batch_size: BatchSizeOption = None,
     beam: BeamOption = None,
     alpha: AlphaOption = None,
+    max_src_len: MaxSrcLenOption = None,
     set_: Annotated[
         list[str] | None,
         typer.Option(
@@ -272,23 +277,22 @@ def evaluate(
     Examples:
       nmt eval --checkpoint runs/demo/best.pt --split test --beam 1
       nmt eval --checkpoint runs/demo/best.pt --src test.en --ref test.de
-      nmt eval --checkpoint runs/a/best.pt --checkpoint runs/b/best.pt
-      nmt eval --checkpoint runs/a/best.pt --checkpoint runs/b/best.pt --ensemble
-      nmt eval --hyp output.txt --ref reference.txt --json
-      nmt eval --hyp baseline.txt --hyp ensemble.txt --ref reference.txt
+      nmt eval --checkpoint runs/demo/best.pt --checkpoint runs/demo_transformer/best.pt
+      nmt eval --checkpoint runs/demo/best.pt --checkpoint runs/demo_transformer/best.pt --ensemble
+      nmt eval --hyp runs/demo/test.hyp --ref test.de --json
+      nmt eval --hyp runs/demo/test.hyp --hyp runs/demo_transformer/test.hyp --ref test.de
     """
 
     def action() -> None:
-        from nmt.decode.evaluation import read_test_set, score_checkpoints, score_files
+        from nmt.translate.evaluation import evaluate_run, score_files
 
-        decode = given(batch_size=batch_size, beam=beam, alpha=alpha)
+        decode = given(batch_size=batch_size, beam=beam, alpha=alpha, max_src_len=max_src_len)
         _check_eval_options(checkpoint, split, src, hyp, ref, set_, decode, ensemble)
         if hyp:
             report = score_files(hyp, ref)
         else:
-            test_set = read_test_set(src, ref) if src is not None else None
-            report = score_checkpoints(
-                checkpoint, test_set, split or "test", set_ or [], ensemble, **decode
+            report = evaluate_run(
+                checkpoint, split or "test", src, ref, ensemble, set_ or [], **decode
             )
         typer.echo(json.dumps(report.as_dict()) if as_json else report.summary())
 
@@ -388,6 +392,7 @@ def serve(
             help="Batches decoded side by side, each on one torch thread (default: one per core).",
         ),
     ] = None,
+    max_src_len: MaxSrcLenOption = None,
     quantize: QuantizeOption = None,
 ) -> None:
     """Serve models over HTTP: OpenNMT-py's API at /translator, a web page at /.
@@ -398,13 +403,17 @@ def serve(
     \b
     Examples:
       nmt serve --checkpoint runs/demo/best.pt
-      nmt serve --checkpoint base=runs/a/best.pt --checkpoint big=runs/b/best.pt --port 8080
+      nmt serve --checkpoint rnn=runs/demo/best.pt --checkpoint runs/demo_transformer/best.pt
       nmt serve --checkpoint runs/demo/best.pt --quantize int8
-      curl -d '[{"src": "ein Hund läuft .", "id": "demo"}]' localhost:5000/translator/translate
+      curl -d '[{"src": "the small dog sees a bird.", "id": "demo"}]' \\
+        localhost:5000/translator/translate
     """
 
     def action() -> None:
-        from nmt.decode.server import Limits, serve
+        from nmt.extras import require_extra
+
+        require_extra("serve", "nmt serve")
+        from nmt.serve.server import Limits, serve
 
         limits = Limits(max_sentences=max_sentences, max_body_bytes=max_body_kib * 1024)
         serve(checkpoint, host, port, api_key, limits, workers, quantize)

@@ -27,15 +27,17 @@ def export(
 ) -> None:
     """Export a Transformer checkpoint for CTranslate2: weights, vocabularies, SentencePiece
     model(s) and a README.txt on how to translate with it (needs pip install 'nmt[ctranslate2]').
+    The examples export the demo Transformer: nmt train --config configs/demo_transformer.yaml.
 
     \b
     Examples:
-      nmt export --format ctranslate2 --checkpoint runs/demo/best.pt --output exported/demo
-      nmt translate --engine ctranslate2 --model exported/demo --input test.en
+      nmt export --format ctranslate2 --checkpoint runs/demo_transformer/best.pt \\
+        --output exported/demo_transformer
+      nmt translate --engine ctranslate2 --model exported/demo_transformer --input test.en
     """
 
     def action() -> None:
-        from nmt.decode.export import export_ctranslate2
+        from nmt.export.converter import export_ctranslate2
 
         directory = export_ctranslate2(checkpoint, output)
         typer.echo(

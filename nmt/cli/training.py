@@ -34,27 +34,27 @@ def train(
     Examples:
       nmt train --config configs/demo.yaml --set train.max_steps=300
       nmt train --config configs/demo.yaml --run-dir runs/demo --resume
+      nmt train --config configs/demo.yaml --set model.encoder.type=self_attention \\
+        --set model.decoder.type=transformer --run-dir runs/demo_switched
     """
 
     def action() -> None:
-        from nmt.config import load_config
-        from nmt.train.experiment import train_experiment
+        from nmt.train.experiment import train_run
 
-        experiment = load_config(config, set_ or [])
-        directory = run_dir or Path("runs") / experiment.name
-        outcome = train_experiment(experiment, directory, overwrite=overwrite, resume=resume)
+        outcome = train_run(config, set_ or [], run_dir, overwrite=overwrite, resume=resume)
         if not outcome.is_main:
             return
         if outcome.reason == "interrupted":
-            command = _resume_command(config, set_ or [], directory)
-            typer.echo(f"stopped at step {outcome.step}, last.pt saved; resume with: {command}")
+            command = _resume_command(config, set_ or [], outcome.run_dir)
+            typer.echo(f"{outcome.summary}; last.pt saved, resume with: {command}")
             return
         scores = outcome.scores
         if scores:
             typer.echo(
                 f"test BLEU {scores['bleu']:.1f}  chrF {scores['chrf']:.1f}  "
-                f"(best checkpoint: {directory / 'best.pt'})"
+                f"(best checkpoint: {outcome.run_dir / 'best.pt'})"
             )
+        typer.echo(outcome.summary)
 
     guarded(action)
 
@@ -82,7 +82,7 @@ def average(
     \b
     Examples:
       nmt average --output avg.pt runs/demo/step-000500.pt runs/demo/step-001000.pt
-      nmt average --output avg.pt --last 5 runs/demo
+      nmt average --output avg.pt --last 2 runs/demo
     """
 
     def action() -> None:
@@ -129,7 +129,7 @@ def plot(
     Examples:
       nmt plot runs/demo
       nmt plot runs/demo --output plots/
-      nmt plot runs/rnnsearch runs/multihead --output plots/
+      nmt plot runs/demo runs/demo_transformer --output plots/
     """
 
     def action() -> None:

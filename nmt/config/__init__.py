@@ -11,6 +11,7 @@ from nmt.config.loading import (
     config_to_dict,
     load_config,
     parse_override,
+    resolve_config,
 )
 from nmt.config.schema import (
     AttentionConfig,
@@ -48,4 +49,5 @@ __all__ = [
     "config_to_dict",
     "load_config",
     "parse_override",
+    "resolve_config",
 ]

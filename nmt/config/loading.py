@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
+import logging
 import re
 import types
 import typing
@@ -17,6 +18,8 @@ from typing import Any, Literal
 
 from nmt.config.schema import ConfigError, Experiment, UnusedKeyError, join_key
 from nmt.errors import UserError
+
+log = logging.getLogger("nmt")
 
 
 def build(cls: type, raw: Any, path: str = "") -> Any:
@@ -110,7 +113,13 @@ def apply_override(raw: dict, keys: list[str], value: Any) -> None:
 
 
 def load_config(path: str | Path, overrides: typing.Sequence[str] = ()) -> Experiment:
-    """Reads a YAML experiment, applies `--set` overrides, and validates the result."""
+    """Reads a YAML experiment, applies `--set` overrides, and validates the result.
+
+    An override that switches a type (`model.encoder.type`, `model.decoder.type`,
+    `model.attention.type`) drops the keys of that section which the file set and the new
+    type does not read, with one notice naming them; every other key stays strict, and a key
+    the overrides set themselves is never dropped.
+    """
     import yaml
 
     path = Path(path)
@@ -132,12 +141,77 @@ def load_config(path: str | Path, overrides: typing.Sequence[str] = ()) -> Exper
             f"config file {path} must hold a mapping of sections, got {_describe(raw)}."
         )
     raw.setdefault("name", path.stem)
-    for override in overrides:
-        apply_override(raw, *parse_override(override))
+    return resolve_config(raw, overrides, str(path))
+
+
+def resolve_config(raw: dict, overrides: typing.Sequence[str], origin: str) -> Experiment:
+    """`raw` (the config of `origin`, a file or a config given in Python) with the overrides
+    applied, built strictly; see load_config for what a type switch drops."""
+    raw = copy.deepcopy(raw)
+    parsed = [parse_override(override) for override in overrides]
+    set_keys = {".".join(keys) for keys, _ in parsed}
+    switched = {
+        ".".join(keys[:-1])
+        for keys, value in parsed
+        if ".".join(keys) in TYPE_KEYS and value != _lookup(raw, keys)
+    }
+    for keys, value in parsed:
+        apply_override(raw, keys, value)
+
+    def switched_away(key: str) -> bool:
+        return key.rpartition(".")[0] in switched and key not in set_keys
+
     try:
-        return build(Experiment, raw)
+        config, dropped = _build_dropping(raw, switched_away)
     except ConfigError as error:
-        raise ConfigError(error.path, f"{error.detail} (in {path})") from None
+        raise type(error)(error.path, f"{error.detail} (in {origin})") from None
+    if dropped:
+        sections = {key.rpartition(".")[0] for key in dropped}
+        types = ", ".join(
+            f"{section}.type={_lookup(raw, [*section.split('.'), 'type'])}"
+            for section in sorted(sections)
+        )
+        log.warning(
+            "notice: dropped %s from %s: the types set on the command line (%s) do not read %s.",
+            ", ".join(dropped),
+            origin,
+            types,
+            "it" if len(dropped) == 1 else "them",
+        )
+    return config
+
+
+# The keys whose change makes others pointless: switching one drops what the new type ignores.
+TYPE_KEYS = frozenset({"model.encoder.type", "model.decoder.type", "model.attention.type"})
+
+
+def _lookup(raw: dict, keys: typing.Sequence[str]) -> Any:
+    node: Any = raw
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def _build_dropping(
+    raw: dict, droppable: typing.Callable[[str], bool]
+) -> tuple[Experiment, list[str]]:
+    """Builds the Experiment, deleting from `raw` each key refused as pointless
+    (UnusedKeyError) that `droppable` allows; returns it with the dotted keys dropped."""
+    dropped = []
+    while True:
+        try:
+            return build(Experiment, raw), dropped
+        except UnusedKeyError as error:
+            if not droppable(error.path):
+                raise
+            *sections, key = error.path.split(".")
+            node = raw
+            for section in sections:
+                node = node[section]
+            del node[key]
+            dropped.append(error.path)
 
 
 def config_to_dict(config: Experiment) -> dict:
@@ -151,16 +225,7 @@ def config_from_dict(raw: dict) -> Experiment:
 def checkpoint_config(raw: dict) -> Experiment:
     """The config stored in a checkpoint. Checkpoints written before pointless keys were
     refused may hold some; they never took effect, so they are put back to their defaults."""
-    raw = copy.deepcopy(raw)
-    while True:
-        try:
-            return build(Experiment, raw)
-        except UnusedKeyError as error:
-            *sections, key = error.path.split(".")
-            node = raw
-            for section in sections:
-                node = node[section]
-            del node[key]
+    return _build_dropping(copy.deepcopy(raw), lambda key: True)[0]
 
 
 def config_differences(old: dict, new: dict, ignore: frozenset[str] = frozenset()) -> list[str]:

@@ -177,6 +177,14 @@ class EncoderConfig:
         """Size of the annotations h_j; the encoder is built to this size."""
         return self.emb_dim if self.type == "self_attention" else 2 * self.hidden_dim
 
+    def resized_to(self, size: int) -> str:
+        """', or <the encoder key that gives states of `size`>', or '' if none can."""
+        if self.type == "self_attention":
+            return f", or model.encoder.emb_dim: {size}"
+        if size % 2:
+            return ""
+        return f", or model.encoder.hidden_dim: {size // 2} (a BiRNN's states are 2 × hidden_dim)"
+
 
 @dataclass(frozen=True)
 class AttentionConfig:
@@ -282,7 +290,12 @@ class DecoderConfig:
     @property
     def state_dim(self) -> int:
         """Size of the decoder state that queries the attention."""
-        return self.hidden_dim if self.type == "rnnsearch" else self.emb_dim
+        return getattr(self, self.state_key)
+
+    @property
+    def state_key(self) -> str:
+        """The key that sizes the decoder state."""
+        return "hidden_dim" if self.type == "rnnsearch" else "emb_dim"
 
 
 @dataclass(frozen=True)
@@ -297,25 +310,29 @@ class ModelConfig:
     share_embeddings: bool = False
 
     def __post_init__(self) -> None:
-        query, memory = self.decoder.state_dim, self.encoder.output_dim
+        encoder, decoder = self.encoder, self.decoder
+        query, memory = decoder.state_dim, encoder.output_dim
         _require(
-            not self.share_embeddings or self.encoder.emb_dim == self.decoder.emb_dim,
+            not self.share_embeddings or encoder.emb_dim == decoder.emb_dim,
             "share_embeddings",
-            f"needs encoder.emb_dim == decoder.emb_dim (got {self.encoder.emb_dim} and "
-            f"{self.decoder.emb_dim})",
+            f"needs encoder.emb_dim == decoder.emb_dim (got {encoder.emb_dim} and "
+            f"{decoder.emb_dim})",
         )
         _require(
-            self.decoder.type != "transformer" or memory == query,
+            decoder.type != "transformer" or memory == query,
             "decoder.emb_dim",
             f"a Transformer decoder adds the attention's context to its states, so its width "
-            f"must equal the encoder's state size {memory}, got {query}",
+            f"must equal the encoder's state size {memory}, got {query}. Set "
+            f"model.decoder.emb_dim: {memory}{encoder.resized_to(query)}",
         )
         if self.attention.type == "dot" and self.attention.kv == "shared":
             _require(
                 query == memory,
                 "attention.type",
-                f"dot scores with shared keys need decoder.hidden_dim ({query}) equal to the "
-                f"encoder state size ({memory}); use kv: separate or type: general",
+                f"dot scores with shared keys need the decoder state (model.decoder."
+                f"{decoder.state_key}: {query}) as wide as the encoder's states ({memory}). Set "
+                f"model.decoder.{decoder.state_key}: {memory}{encoder.resized_to(query)}, or "
+                "model.attention.kv: separate, or model.attention.type: general",
             )
 
 

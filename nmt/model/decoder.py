@@ -26,6 +26,12 @@ class DecoderState(Protocol):
 
 class Decoder(Protocol):
     generator: nn.Linear  # output features [..., D] -> logits [..., V]
+    attention_layers: int  # layers attending over the source (0: one attention, no stack)
+
+    def choose_attention_layer(self, number: int) -> None:
+        """Which layer's attention over the source `step` reports, 1 to attention_layers; a
+        ValueError for any other number."""
+        ...
 
     def init_state(self, encoded: EncoderOutput) -> DecoderState:
         """The state before the first target token; the attention prepares its keys here."""

@@ -70,6 +70,11 @@ class RNNSearchDecoder(nn.Module):
         if config.tie_embeddings:
             self.generator.weight = self.embed.weight
 
+    attention_layers = 0  # one attention, not a stack of layers
+
+    def choose_attention_layer(self, number: int) -> None:
+        raise ValueError("an RNNsearch decoder has a single attention, not layers of them")
+
     def init_state(self, encoded: EncoderOutput) -> RNNSearchState:
         """s_0 = tanh(W_s · backward h_1); the attention prepares its keys once here."""
         hidden = torch.tanh(self.init_proj(encoded.final))

@@ -41,6 +41,17 @@ class Seq2Seq(nn.Module):
         """The vocabulary projection: output features [..., D] -> logits [..., V]."""
         return self.decoder.generator
 
+    @property
+    def attention_layers(self) -> int:
+        """How many decoder layers attend over the source, each with weights of its own (a
+        Transformer's layers); 0 for RNNsearch, whose one attention is not a layer of a stack."""
+        return self.decoder.attention_layers
+
+    def choose_attention_layer(self, number: int) -> None:
+        """Which of those layers' weights `step` and `teacher_forcing` report, 1 to
+        attention_layers (default: the last); a ValueError for any other number."""
+        self.decoder.choose_attention_layer(number)
+
     def encode(self, src: torch.Tensor, src_lengths: torch.Tensor) -> EncoderOutput:
         return self.encoder(src, src_lengths)
 

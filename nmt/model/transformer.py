@@ -18,7 +18,6 @@ import torch
 from torch import nn
 
 from nmt.config import AttentionConfig, DecoderConfig
-from nmt.errors import UserError
 from nmt.model.attention import Memory, build_attention
 from nmt.model.dropout import Dropout
 from nmt.model.encoder import EncoderOutput
@@ -67,13 +66,14 @@ class TransformerDecoder(nn.Module):
             self.generator.weight = self.embed.weight
         self.attention_layer = config.layers - 1
 
+    @property
+    def attention_layers(self) -> int:
+        return len(self.layers)
+
     def choose_attention_layer(self, number: int) -> None:
         """Which layer's attention over the source search reports: 1 to layers."""
-        if not 1 <= number <= len(self.layers):
-            raise UserError(
-                f"--attention-layer {number}: this Transformer decoder has layers 1 to "
-                f"{len(self.layers)}; choose one of them (default: the last)."
-            )
+        if not 1 <= number <= self.attention_layers:
+            raise ValueError(f"this Transformer decoder has layers 1 to {len(self.layers)}")
         self.attention_layer = number - 1
 
     def init_state(self, encoded: EncoderOutput) -> TransformerState:

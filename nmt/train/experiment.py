@@ -9,17 +9,19 @@ from __future__ import annotations
 import logging
 import os
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
-from nmt.config import Experiment
+from nmt.config import Experiment, config_to_dict, load_config, resolve_config
 from nmt.data.corpus import prepare_corpus
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
+from nmt.extras import require_extra
+from nmt.model.device import resolve_device
 from nmt.model.seq2seq import build_model
 from nmt.train.distributed import local_rank, start_ranks, stop_ranks
-from nmt.train.precision import resolve_device
 from nmt.train.progress import Outcome
 from nmt.train.resume import resume_point, trim_metrics
 from nmt.train.rundir import RunLog, check_run_dir, save_config, start_run
@@ -33,12 +35,40 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def train_run(
+    config: str | os.PathLike | Experiment,
+    overrides: Sequence[str] = (),
+    run_dir: str | os.PathLike | None = None,
+    overwrite: bool = False,
+    resume: bool = False,
+) -> Outcome:
+    """What `nmt train` does: trains `config` (a YAML file, or an Experiment) amended by
+    `overrides` ("train.max_steps=500", as --set takes them) into `run_dir` (default
+    runs/<config name>), then scores the best checkpoint on the test split. The Outcome says
+    why it stopped, at which step, the test scores and the run directory."""
+    if isinstance(overrides, str):
+        raise UserError("overrides must be a list of KEY=VALUE strings, not one string.")
+    if isinstance(config, Experiment):
+        experiment = resolve_config(config_to_dict(config), overrides, "the given Experiment")
+    elif isinstance(config, (str, os.PathLike)):
+        experiment = load_config(config, overrides)
+    else:
+        raise UserError(
+            f"train_run expects a config file path or an nmt.config.Experiment, got "
+            f"{type(config).__name__}."
+        )
+    directory = Path(run_dir) if run_dir is not None else Path("runs") / experiment.name
+    return train_experiment(experiment, directory, overwrite=overwrite, resume=resume)
+
+
 def train_experiment(
     config: Experiment, run_dir: Path, overwrite: bool = False, resume: bool = False
 ) -> Outcome:
     """The whole `nmt train` command, in this process's role under torchrun (if any)."""
     if resume and overwrite:
         raise UserError("--resume and --overwrite contradict each other; pass one of them.")
+    if config.train.tensorboard:
+        require_extra("tensorboard", "train.tensorboard: true")
     device = resolve_device(config.train.device, local_rank())
     ranks = start_ranks(device)
     try:

@@ -19,20 +19,6 @@ log = logging.getLogger("nmt")
 DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def resolve_device(name: str, local_rank: int = 0) -> torch.device:
-    """train.device -> a torch device; `auto` is CUDA when torch sees one, else the CPU."""
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cpu":
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise UserError(
-            "train.device is cuda, but this torch build sees no CUDA device "
-            f"(torch {torch.__version__}). Set train.device: cpu, or auto."
-        )
-    return torch.device("cuda", local_rank % torch.cuda.device_count())
-
-
 class Precision:
     """Autocast for the forward pass and a grad scaler (a no-op unless fp16)."""
 

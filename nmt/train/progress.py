@@ -5,6 +5,9 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from nmt.config import TrainConfig
 
 
 @dataclass
@@ -34,7 +37,28 @@ class Progress:
 
 @dataclass
 class Outcome:
+    """How a training run ended: what `nmt.train_run` returns."""
+
     reason: str  # max_steps, max_minutes, early_stop or interrupted
     step: int
     scores: dict  # test scores of the best checkpoint (rank 0, not interrupted)
     is_main: bool = True
+    summary: str = ""  # one line naming what ended the run
+    run_dir: Path | None = None
+
+
+def ending(reason: str, step: int, minutes: float, train: TrainConfig, signal: str | None) -> str:
+    """One line naming what ended a run, e.g. 'stopped at step 2685: train.max_minutes (30)
+    reached, after 30.0 minutes of training'."""
+    if reason == "max_steps":
+        why = f"train.max_steps ({train.max_steps}) reached"
+    elif reason == "max_minutes":
+        why = f"train.max_minutes ({train.max_minutes:g}) reached"
+    elif reason == "early_stop":
+        why = (
+            f"early stopping, {train.patience} validations without a better valid "
+            f"{train.best_metric} (train.patience)"
+        )
+    else:
+        why = f"interrupted by {signal or 'a signal'}"
+    return f"stopped at step {step}: {why}, after {minutes:.1f} minutes of training"

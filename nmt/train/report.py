@@ -14,8 +14,6 @@ from pathlib import Path
 
 import torch
 
-from nmt.errors import UserError
-
 log = logging.getLogger("nmt")
 
 
@@ -57,14 +55,8 @@ class Reporter:
 
 
 def _summary_writer(run_dir: Path, purge_step: int):
-    try:
-        from torch.utils.tensorboard import SummaryWriter
-    except ImportError:
-        raise UserError(
-            "train.tensorboard is true, but the tensorboard package is not installed. "
-            "Install it with: pip install 'nmt[tensorboard]' (or pip install tensorboard), "
-            "or set train.tensorboard: false."
-        ) from None
+    from torch.utils.tensorboard import SummaryWriter  # checked by train_experiment
+
     # purge_step drops events a resumed run is about to write again.
     return SummaryWriter(log_dir=str(run_dir), purge_step=purge_step)
 

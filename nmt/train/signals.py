@@ -15,6 +15,7 @@ class StopRequest:
 
     def __init__(self) -> None:
         self.requested = False
+        self.signal: str | None = None  # the name of the first signal received
         self._previous: dict = {}
 
     def __enter__(self) -> StopRequest:
@@ -32,6 +33,7 @@ class StopRequest:
             raise KeyboardInterrupt
         self.requested = True
         name = signal.Signals(number).name
+        self.signal = self.signal or name
         print(
             f"\n{name}: stopping after this step and saving last.pt (Ctrl-C again: stop now)",
             file=sys.stderr,

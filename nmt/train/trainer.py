@@ -21,8 +21,6 @@ import torch
 from nmt.config import Experiment, TrainConfig
 from nmt.data.batching import Batch, make_batch
 from nmt.data.corpus import Corpus
-from nmt.decode.evaluation import evaluate
-from nmt.decode.translator import load_translator
 from nmt.errors import UserError
 from nmt.model.normalisers import annealed_temperature, set_hard_temperature
 from nmt.model.seq2seq import Seq2Seq
@@ -30,11 +28,13 @@ from nmt.train.distributed import Ranks
 from nmt.train.keeper import CheckpointKeeper
 from nmt.train.optim import build_optimizer, lr_at, set_lr
 from nmt.train.precision import Precision
-from nmt.train.progress import Outcome, Progress
+from nmt.train.progress import Outcome, Progress, ending
 from nmt.train.report import LossWindow, Reporter, clear_progress, show_progress
 from nmt.train.rng import rng_state, set_rng_state
 from nmt.train.signals import StopRequest
 from nmt.train.validation import Validator
+from nmt.translate.evaluation import evaluate
+from nmt.translate.translator import Translator
 
 log = logging.getLogger("nmt")
 
@@ -92,12 +92,19 @@ class Trainer:
             self._show_progress()
         if reason == "interrupted":
             self._save_last()
-            return Outcome(reason, progress.step, {}, self.ranks.is_main)
-        if progress.step % train.valid_every != 0:
-            self.validate()
+            return self._outcome(reason, {})
+        if progress.step == 0 or progress.step % train.valid_every != 0:
+            self.validate()  # so best.pt exists, even when time ran out before a first step
+        minutes = progress.minutes()  # of training: the test below is not
         scores = self.test() if self.ranks.is_main else {}
         self.ranks.barrier()
-        return Outcome(reason, progress.step, scores, self.ranks.is_main)
+        return self._outcome(reason, scores, minutes)
+
+    def _outcome(self, reason: str, scores: dict, minutes: float | None = None) -> Outcome:
+        step, train = self.progress.step, self.config.train
+        minutes = self.progress.minutes() if minutes is None else minutes
+        summary = ending(reason, step, minutes, train, self.stop.signal)
+        return Outcome(reason, step, scores, self.ranks.is_main, summary, self.run_dir)
 
     def _anneal_attention(self) -> None:
         """Hard attention's Gumbel-softmax temperature, a function of the step like the rate."""
@@ -173,7 +180,7 @@ class Trainer:
         `nmt eval` does."""
         if self.corpus.test is None:
             return {}
-        translator, config = load_translator(self.run_dir / "best.pt", self.device)
+        translator = Translator.load(self.run_dir / "best.pt", self.device)
         with self.precision.autocast():
             result = evaluate(translator, self.corpus.test)
         hypotheses, scores = result.hypotheses, result.scores
@@ -183,7 +190,7 @@ class Trainer:
         log.info(
             "test (%s, best checkpoint, beam %d):\n%s",
             self.corpus.test.origin,
-            config.decode.beam,
+            translator.decode.beam,
             scores.summary(),
         )
         return scores.as_dict()

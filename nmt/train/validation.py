@@ -16,12 +16,12 @@ from nmt.data.batching import make_batch
 from nmt.data.corpus import Corpus
 from nmt.data.splits import ParallelText
 from nmt.data.tokenizer import Tokenizer
-from nmt.decode.evaluation import evaluate
-from nmt.decode.translator import Translator
 from nmt.model.seq2seq import Seq2Seq
 from nmt.train.precision import Precision
 from nmt.train.progress import Progress
 from nmt.train.rng import rng_preserved
+from nmt.translate.evaluation import evaluate
+from nmt.translate.translator import Translator
 
 
 class Validator:
@@ -47,7 +47,7 @@ class Validator:
         text = ParallelText(valid.src[:limit], valid.tgt[:limit], valid.origin)
         tokenizer, batch_size = self.corpus.tokenizer, self.config.decode.batch_size
         with rng_preserved(), torch.no_grad(), self.precision.autocast():
-            translator = Translator(self.model, tokenizer, self.config.decode.greedy())
+            translator = Translator(self.model, tokenizer, self.config, self.config.decode.greedy())
             scores = evaluate(translator, text).scores
             loss = valid_loss(self.model, tokenizer, text.src, text.tgt, batch_size, self.device)
             return {

@@ -1,3 +1,5 @@
+import logging
+
 import pytest
 
 from nmt.data.batching import TokenBatcher, encode_split, make_batch
@@ -5,11 +7,15 @@ from nmt.data.splits import ParallelText
 from nmt.errors import UserError
 
 
-def test_filtering_counts_empty_and_long(tokenizer):
-    text = ParallelText(["the dog", "", "the cat " * 40], ["der Hund", "x", "die Katze"], "t")
-    encoded = encode_split(text, tokenizer, max_len=30)
+def test_filtering_drops_empty_and_long_pairs_and_counts_each(tokenizer, caplog):
+    src = ["the dog", "", "the cat " * 40, "a bird", "the cat"]
+    tgt = ["der Hund", "x", "die Katze", "", "die Katze " * 40]
+    with caplog.at_level(logging.INFO):
+        encoded = encode_split(ParallelText(src, tgt, "t"), tokenizer, max_len=30)
     assert encoded.keep == [0]
-    with pytest.raises(UserError, match="no training pairs left"):
+    assert encoded.src == [tokenizer.src.encode(["the dog"])[0]]
+    assert "t: 1 pairs kept, 2 empty dropped, 2 longer than data.max_len=30 dropped" in caplog.text
+    with pytest.raises(UserError, match=r"no training pairs left \(1 empty, 0 longer"):
         encode_split(ParallelText([""], ["x"], "t"), tokenizer, max_len=30)
 
 

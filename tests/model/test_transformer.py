@@ -7,7 +7,6 @@ import torch
 from conftest import tiny_model
 from nmt.config import AttentionConfig, ConfigError, DecoderConfig, EncoderConfig, ModelConfig
 from nmt.data.batching import pad
-from nmt.errors import UserError
 from nmt.model.layers import TransformerLayer
 from nmt.model.seq2seq import build_model
 
@@ -64,8 +63,9 @@ def test_the_weights_come_from_the_chosen_layer(tiny_config):
     assert first.shape == last.shape == (2, 4, 2, 5) and not torch.allclose(first, last)
     state = model.init_state(model.encode(src, lengths))
     assert torch.allclose(model.step(state, tgt_in[:, 0])[2], first[:, 0], atol=1e-6)
-    with pytest.raises(UserError, match="layers 1 to 3"):
-        model.decoder.choose_attention_layer(4)
+    with pytest.raises(ValueError, match="layers 1 to 3"):
+        model.choose_attention_layer(4)
+    assert model.attention_layers == 3
 
 
 def test_shared_embeddings_are_one_matrix_with_the_output_projection(tiny_config):

@@ -6,10 +6,10 @@ from typer.testing import CliRunner
 
 from nmt.checkpoint import checkpoint_payload, load_checkpoint, save_checkpoint
 from nmt.cli import app
-from nmt.decode.translator import load_translator
 from nmt.errors import UserError
 from nmt.model.seq2seq import build_model
 from nmt.train.average import average_checkpoints
+from nmt.translate.translator import Translator
 
 
 def write(path, config, tokenizer, seed, step):
@@ -26,7 +26,7 @@ def test_average_of_identical_checkpoints_is_the_checkpoint(tmp_path, tiny_confi
     averaged = load_checkpoint(tmp_path / "avg.pt")
     assert averaged["model"].keys() == original["model"].keys()
     assert all(torch.equal(averaged["model"][k], original["model"][k]) for k in averaged["model"])
-    translator, _ = load_translator(tmp_path / "avg.pt")
+    translator = Translator.load(tmp_path / "avg.pt")
     assert len(translator.translate(["the dog sees the cat."])) == 1
 
 

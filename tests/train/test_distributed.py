@@ -9,9 +9,11 @@ import torch
 
 from conftest import tiny_experiment, tiny_train_args
 from nmt.checkpoint import load_checkpoint
-from nmt.decode.translator import load_translator
+from nmt.data.splits import ParallelText, read_lines
 from nmt.train.distributed import Ranks
 from nmt.train.experiment import train_experiment
+from nmt.translate.evaluation import evaluate
+from nmt.translate.translator import Translator
 
 
 def test_ranks_take_distinct_batches_and_as_many_each():
@@ -57,8 +59,14 @@ def test_two_processes_under_torchrun_write_one_set_of_outputs(tmp_path, corpus_
     assert last["training"]["world"] == 2 and len(last["training"]["rng"]) == 2
     assert not any(key.startswith("module.") for key in last["model"])  # the unwrapped module
     assert last["training"]["progress"]["batch_in_epoch"] == 8  # 4 steps x 2 ranks
-    translator, _ = load_translator(tmp_path / "best.pt")
-    assert len(translator.translate(["the dog sees the cat."])) == 1
+    # best.pt holds the weights rank 0 validated: they score its recorded valid BLEU again
+    best = load_checkpoint(tmp_path / "best.pt")
+    valid = ParallelText(
+        *(read_lines(corpus_dir / f"valid.{lang}")[:8] for lang in ("en", "de")), ""
+    )
+    again = evaluate(Translator.load(tmp_path / "best.pt", beam=1), valid).scores
+    validated = {r["step"]: r["valid_bleu"] for r in records if "valid_bleu" in r}
+    assert again.bleu == best["metrics"]["valid_bleu"] == validated[best["step"]]
 
     config = tiny_experiment(corpus_dir, *extra, "train.accum_steps=2")
     train_experiment(config, tmp_path / "one")

@@ -135,10 +135,11 @@ def test_plateau_early_stopping_and_step_checkpoints(tmp_path, corpus_dir):
     assert list(tmp_path.glob("events.out.tfevents.*"))  # TensorBoard beside metrics.jsonl
 
 
-def test_missing_tensorboard_is_a_clear_error(tmp_path, corpus_dir, monkeypatch):
-    monkeypatch.setitem(__import__("sys").modules, "torch.utils.tensorboard", None)
+def test_missing_tensorboard_is_a_clear_error_before_any_work(tmp_path, corpus_dir, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "tensorboard", None)
     with pytest.raises(UserError, match=r"pip install 'nmt\[tensorboard\]'"):
         train_experiment(experiment(corpus_dir, "train.tensorboard=true"), tmp_path)
+    assert not any(tmp_path.iterdir())
 
 
 def test_the_keeper_keeps_the_best_counts_patience_and_rotates_step_checkpoints(

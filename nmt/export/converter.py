@@ -1,0 +1,281 @@
+"""`nmt export --format ctranslate2`: a Transformer checkpoint as a CTranslate2 model directory.
+
+The weights go through CTranslate2's own Python converter API (`TransformerSpec`: validate,
+optimise, save), laid out as our model computes:
+
+| ours                                           | CTranslate2 spec                          |
+|------------------------------------------------|-------------------------------------------|
+| embeddings * sqrt(d)                           | `scale_embeddings` (its default)          |
+| `sinusoid_positions`: sin on even, cos on odd  | `position_encodings.encodings`, the table |
+|   features (CTranslate2's own is sin | cos)   |   itself, 1024 positions or more          |
+| self-attention query, key, value projections   | `self_attention.linear[0]`, fused q|k|v   |
+| cross-attention query; key and value           | `attention.linear[0]`; `linear[1]` k|v    |
+| attention output projection                    | `linear[-1]`                              |
+| feed-forward Linear, ReLU, Linear              | `ffn.linear_0`, RELU, `ffn.linear_1`      |
+| nn.LayerNorm (eps 1e-5), pre- or post-norm     | `layer_norm`s, `pre_norm`, eps in config  |
+| final LayerNorm of a pre-norm stack            | `encoder.layer_norm`, `decoder.layer_norm`|
+| generator (bias included)                      | `decoder.projection`                      |
+
+The vocabularies list our pieces in id order (pad, unk, bos, eos named as `Vocab.pieces`
+names them), so CTranslate2's token ids are ours. Sources go in as our SentencePiece pieces,
+without bos or eos, exactly the ids our encoder reads; the decoder starts from bos. Reported
+attention (for alignments) is the last decoder layer's cross-attention averaged over heads,
+what `word_alignment` makes of ours.
+
+The directory also holds the SentencePiece model(s), the experiment config (`nmt.json`: the
+decode defaults and languages for `nmt translate --engine ctranslate2`), and README.txt.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from nmt.checkpoint import load_checkpoint, restore_model
+from nmt.config import Experiment, ModelConfig, config_to_dict
+from nmt.data.tokenizer import Tokenizer, Vocab
+from nmt.errors import UserError
+from nmt.extras import require_extra
+from nmt.model.attention import Attention
+from nmt.model.layers import TransformerLayer, sinusoid_positions
+from nmt.model.seq2seq import Seq2Seq
+
+CONFIG_FILE = "nmt.json"
+MIN_POSITIONS = 1024  # CTranslate2's default max_input_length: the table must reach that far
+LAYER_NORM_EPS = 1e-5  # nn.LayerNorm's default; CTranslate2 assumes 1e-6 unless told
+INSTALL_HINT = "pip install 'nmt[ctranslate2]'"
+
+
+def import_ctranslate2(needed_by: str) -> Any:
+    require_extra("ctranslate2", needed_by)
+    import ctranslate2
+
+    return ctranslate2
+
+
+def export_ctranslate2(checkpoint: Path, output: Path) -> Path:
+    """Writes `output`, a CTranslate2 model directory for the Transformer in `checkpoint`.
+
+    `output` must not exist, or be an empty directory (its parents are created); it is
+    written in a sibling temporary directory and renamed into place, so a failed export
+    leaves nothing half-written.
+    """
+    import_ctranslate2("nmt export --format ctranslate2")
+    output = Path(output)
+    if output.exists() and not (output.is_dir() and not any(output.iterdir())):
+        raise UserError(f"--output {output} already exists; remove it or choose a new directory.")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"--output {output}: cannot create {output.parent} ({error}).") from None
+    model, tokenizer, config = restore_model(load_checkpoint(checkpoint), checkpoint)
+    refusal = unexportable(config.model)
+    if refusal:
+        raise UserError(
+            f"checkpoint {checkpoint} cannot be exported to CTranslate2: {refusal}. Only "
+            "Transformers export (encoder type self_attention, decoder type transformer, "
+            "attention multihead with softmax)."
+        )
+    spec = transformer_spec(model, config, tokenizer)
+    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    try:
+        spec.validate()
+        spec.optimize(quantization=None)
+        spec.save(str(staging))
+        tokenizer.save(staging)
+        config_text = json.dumps(config_to_dict(config), indent=2, ensure_ascii=False)
+        (staging / CONFIG_FILE).write_text(config_text + "\n", "utf-8")
+        (staging / "README.txt").write_text(readme(output, tokenizer, config), "utf-8")
+        if output.exists():
+            output.rmdir()  # empty, checked above
+        os.replace(staging, output)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return output
+
+
+def unexportable(config: ModelConfig) -> str | None:
+    """Why CTranslate2's Transformer cannot compute this model, or None if it can."""
+    encoder, decoder, attention = config.encoder, config.decoder, config.attention
+    if encoder.type != "self_attention" or decoder.type != "transformer":
+        return (
+            f"it is an RNN model (encoder {encoder.type}, decoder {decoder.type}), and "
+            "CTranslate2 runs Transformers only"
+        )
+    if attention.type != "multihead":
+        return f"its cross-attention is {attention.type}, not multihead"
+    needs = {  # key: (the value CTranslate2 computes, how to say it)
+        "normaliser": ("softmax", "softmax"),
+        "kv": ("separate", "separate key and value projections (separate)"),
+        "window": (None, "global attention (null)"),
+        "attn_dim": (decoder.emb_dim, f"decoder.emb_dim ({decoder.emb_dim})"),
+        "heads": (decoder.heads, f"decoder.heads ({decoder.heads})"),
+    }
+    for key, (needed, said) in needs.items():
+        value = getattr(attention, key)
+        if value != needed:
+            return f"model.attention.{key} is {value!r}; CTranslate2 needs {said}"
+    return None
+
+
+def transformer_spec(model: Seq2Seq, config: Experiment, tokenizer: Tokenizer) -> Any:
+    """The CTranslate2 TransformerSpec holding `model`'s weights and our vocabularies."""
+    ct2 = import_ctranslate2("nmt export --format ctranslate2")
+    from ctranslate2.specs import transformer_spec as specs
+
+    encoder, decoder = config.model.encoder, config.model.decoder
+    encoder_spec = specs.TransformerEncoderSpec(
+        encoder.layers, encoder.heads, pre_norm=encoder.norm == "pre"
+    )
+    decoder_spec = specs.TransformerDecoderSpec(
+        decoder.layers,
+        decoder.heads,
+        pre_norm=decoder.norm == "pre",
+        alignment_layer=-1,
+        alignment_heads=decoder.heads,  # the mean over all heads, as word_alignment takes it
+    )
+    positions = max(MIN_POSITIONS, _longest(config))
+    stack = model.encoder.stages[0]
+    _set_input(encoder_spec, model.encoder.embed, encoder.emb_dim, positions)
+    _set_stack(encoder_spec, stack.layers, stack.norm)
+    _set_input(decoder_spec, model.decoder.embed, decoder.emb_dim, positions)
+    _set_stack(decoder_spec, model.decoder.layers, model.decoder.norm)
+    _set_linear(decoder_spec.projection, model.output_layer)
+    spec = ct2.specs.TransformerSpec(encoder_spec, decoder_spec)
+    src_pieces, tgt_pieces = _pieces(tokenizer.src, "source"), _pieces(tokenizer.tgt, "target")
+    spec.register_source_vocabulary(src_pieces)
+    spec.register_target_vocabulary(tgt_pieces)
+    unk = tgt_pieces[tokenizer.tgt.processor.unk_id()]
+    settings = {
+        "layer_norm_epsilon": LAYER_NORM_EPS,
+        "unk_token": unk,
+        "bos_token": tgt_pieces[tokenizer.tgt.bos_id],
+        "eos_token": tgt_pieces[tokenizer.tgt.eos_id],
+        "decoder_start_token": tgt_pieces[tokenizer.tgt.bos_id],
+        "add_source_bos": False,
+        "add_source_eos": False,
+    }
+    for key, value in settings.items():
+        setattr(spec.config, key, value)
+    return spec
+
+
+def _longest(config: Experiment) -> int:
+    """The most positions `nmt translate` can use: the longest source and its output limit."""
+    decode = config.decode
+    return max(
+        decode.max_src_len,
+        math.ceil(decode.max_src_len * decode.max_len_ratio) + decode.max_len_extra,
+    )
+
+
+def _pieces(vocab: Vocab, side: str) -> list[str]:
+    pieces = vocab.pieces(range(vocab.size))
+    if len(set(pieces)) < len(pieces):
+        raise UserError(
+            f"the {side} SentencePiece model names two ids alike, and CTranslate2 finds "
+            "tokens by name; it cannot be exported."
+        )
+    return pieces
+
+
+def _array(tensor: torch.Tensor) -> np.ndarray:
+    return tensor.detach().to("cpu", torch.float32).numpy().copy()
+
+
+def _set_input(spec: Any, embed: nn.Embedding, dim: int, positions: int) -> None:
+    """Embeddings (scaled by sqrt(d) there too) and our interleaved sinusoid table."""
+    embeddings = spec.embeddings[0] if isinstance(spec.embeddings, list) else spec.embeddings
+    embeddings.weight = _array(embed.weight)  # an encoder has a list: one per source factor
+    spec.position_encodings.encodings = _array(
+        sinusoid_positions(positions, dim, torch.device("cpu"))
+    )
+
+
+def _set_stack(spec: Any, layers: nn.ModuleList, final_norm: nn.Module) -> None:
+    if isinstance(final_norm, nn.LayerNorm):
+        _set_norm(spec.layer_norm, final_norm)
+    for layer_spec, layer in zip(spec.layer, layers, strict=True):
+        _set_layer(layer_spec, layer)
+
+
+def _set_layer(spec: Any, layer: TransformerLayer) -> None:
+    _set_attention(spec.self_attention, layer.attention, fused_kv_only=False)
+    _set_norm(spec.self_attention.layer_norm, layer.attention_norm)
+    if layer.cross_attention is not None:
+        _set_attention(spec.attention, layer.cross_attention, fused_kv_only=True)
+        _set_norm(spec.attention.layer_norm, layer.cross_attention_norm)
+    first, _, _, second = layer.feed_forward
+    _set_linear(spec.ffn.linear_0, first)
+    _set_linear(spec.ffn.linear_1, second)
+    _set_norm(spec.ffn.layer_norm, layer.feed_forward_norm)
+
+
+def _set_attention(spec: Any, attention: Attention, fused_kv_only: bool) -> None:
+    """Self-attention: one fused q|k|v projection; cross-attention: q alone, then k|v."""
+    query = attention.scorer.query_proj.weight
+    key, value = attention.scorer.key_proj.weight, attention.value_proj.weight
+    if fused_kv_only:
+        spec.linear[0].weight = _array(query)
+        spec.linear[1].weight = _array(torch.cat([key, value]))
+    else:
+        spec.linear[0].weight = _array(torch.cat([query, key, value]))
+    _set_linear(spec.linear[-1], attention.output_proj)
+
+
+def _set_linear(spec: Any, linear: nn.Linear) -> None:
+    spec.weight = _array(linear.weight)
+    if linear.bias is not None:
+        spec.bias = _array(linear.bias)
+
+
+def _set_norm(spec: Any, norm: nn.LayerNorm) -> None:
+    spec.gamma, spec.beta = _array(norm.weight), _array(norm.bias)
+
+
+def readme(output: Path, tokenizer: Tokenizer, config: Experiment) -> str:
+    """README.txt: what the directory holds and how to translate with it."""
+    spm_src = "spm.model" if tokenizer.joint else "spm.src.model"
+    spm_tgt = "spm.model" if tokenizer.joint else "spm.tgt.model"
+    data, decode = config.data, config.decode
+    return f"""\
+{config.name}: a Transformer translating {data.src_lang or "source"} -> \
+{data.tgt_lang or "target"}, exported by `nmt export --format ctranslate2`
+
+model.bin, config.json, *_vocabulary.json  the CTranslate2 model
+{spm_src}{"" if tokenizer.joint else ", " + spm_tgt}  SentencePiece: sources are split into its \
+pieces (no <s> or </s> added)
+{CONFIG_FILE}  the training config; nmt translate takes its decode defaults from it
+
+Translate with nmt (lines in, lines out, as with a checkpoint; {INSTALL_HINT}):
+
+  nmt translate --engine ctranslate2 --model {output} --input test.txt --beam 5
+  nmt translate --engine ctranslate2 --model {output} --quantize int8 < test.txt
+
+With --beam 1 that gives the checkpoint's own greedy translations; beam search ranks
+hypotheses by log-probability / ((5 + length) / 6) ** alpha (alpha {decode.alpha}) as
+`nmt translate --checkpoint` does, and each sentence stops at
+ceil({decode.max_len_ratio} * source length) + {decode.max_len_extra} tokens.
+
+Or with CTranslate2 directly, where beam search ranks by log-probability / length ** penalty:
+
+  import ctranslate2, sentencepiece
+  src = sentencepiece.SentencePieceProcessor(model_file="{output}/{spm_src}")
+  tgt = sentencepiece.SentencePieceProcessor(model_file="{output}/{spm_tgt}")
+  translator = ctranslate2.Translator("{output}", compute_type="default")  # or "int8"
+  lines = ["a source sentence ."]
+  results = translator.translate_batch(
+      src.encode(lines, out_type=str), beam_size={decode.beam}, min_decoding_length=0
+  )
+  print([tgt.decode(result.hypotheses[0]) for result in results])
+"""

@@ -1,0 +1,184 @@
+"""`nmt translate --engine ctranslate2 --model DIR`: translating with an exported model.
+
+The line handling is the Translator's own (`translate_lines`: the same SentencePiece ids,
+truncation, batches, blank lines), so output differs from `nmt translate --checkpoint`
+only where the searches do. Each search is told what ours does:
+
+- No bos or eos on the source, the decoder starts from bos, and eos may come first
+  (`min_decoding_length=0`, where CTranslate2 defaults to 1).
+- Each sentence stops at its own limit, ceil(max_len_ratio * source length) +
+  max_len_extra tokens, eos included. CTranslate2 takes one limit per call, so a batch goes
+  in one call under its longest limit, and the few sentences whose output ran past their
+  own limit are translated again under it (one call per distinct limit). Calls per distinct
+  limit throughout would split a batch of 64 into a dozen small ones and lose most of
+  CTranslate2's speed.
+- Greedy search (beam 1) is ours exactly, up to floating-point differences between the
+  two libraries' kernels.
+- Beam search ranks by score / length ** alpha in CTranslate2 (no GNMT penalty since 2.0).
+  It returns its `beam` finished hypotheses with the end token and raw scores recovered,
+  and they are ranked here by our score / ((5 + steps) / 6) ** alpha. Which hypotheses
+  finish still follows CTranslate2's beam (a full beam, refilled as hypotheses end) rather
+  than ours (one that shrinks), so beam output may differ on a few sentences.
+
+No attention comes back: CTranslate2 4.8's beam search reports the first step's attention
+of another sentence of the batch, so alignments and attention plots stay with
+`--checkpoint`. Hypotheses carry an attention tensor of `steps` rows and no source column,
+which is all their normalised score reads.
+
+`--quantize int8` loads the model with CTranslate2's int8 compute type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from nmt.config import ConfigError, DecodeConfig, Experiment, checkpoint_config
+from nmt.data.tokenizer import Tokenizer, Vocab
+from nmt.errors import UserError
+from nmt.export.converter import CONFIG_FILE, import_ctranslate2
+from nmt.search import Hypothesis, max_lengths
+from nmt.translate.quantize import SCHEMES
+from nmt.translate.translator import Translation, translate_lines
+
+
+class CTranslate2Translator:
+    """What `write_translations` and `evaluate` need of a Translator: tokenizer, config,
+    decode settings and `translate(lines)`; the search runs in CTranslate2."""
+
+    def __init__(self, model: Any, tokenizer: Tokenizer, config: Experiment, decode: DecodeConfig):
+        self.model = model  # a ctranslate2.Translator
+        self.tokenizer = tokenizer
+        self.config = config
+        self.decode = decode
+        self.tgt_ids = {
+            piece: i for i, piece in enumerate(tokenizer.tgt.pieces(range(tokenizer.tgt.size)))
+        }
+
+    def translate(
+        self,
+        lines: Sequence[str],
+        *,
+        alignments: bool = False,
+        attention: bool = False,
+        batch_size: int | None = None,
+    ) -> list[Translation]:
+        """Translates every line; a blank line gives a blank translation, in input order."""
+        if alignments or attention:
+            raise UserError(
+                "CTranslate2 reports no attention here, so alignments and attention maps need "
+                "the checkpoint the model was exported from."
+            )
+        return translate_lines(lines, self.tokenizer, self.decode, self._search, batch_size)
+
+    def _search(self, src_ids: list[list[int]], decode: DecodeConfig) -> list[list[Hypothesis]]:
+        lengths = torch.tensor([len(ids) for ids in src_ids])
+        limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra)
+        limits = limits.tolist()
+        results: list[list[Hypothesis]] = [[] for _ in src_ids]
+        overran = []
+        for i, output in enumerate(self._translate_batch(src_ids, max(limits))):
+            if max(len(pieces) for pieces in output.hypotheses) > limits[i]:
+                overran.append(i)
+            else:
+                results[i] = self._hypotheses(output)
+        overran.sort(key=limits.__getitem__)
+        for limit, group in itertools.groupby(overran, key=limits.__getitem__):
+            group = list(group)
+            outputs = self._translate_batch([src_ids[i] for i in group], limit)
+            for i, output in zip(group, outputs, strict=True):
+                results[i] = self._hypotheses(output)
+        return results
+
+    def _translate_batch(self, src_ids: list[list[int]], limit: int) -> list[Any]:
+        beam, alpha = self.decode.beam, self.decode.alpha
+        return self.model.translate_batch(
+            [self.tokenizer.src.pieces(ids) for ids in src_ids],
+            beam_size=beam,
+            num_hypotheses=beam,  # every finished hypothesis, to rank by our penalty
+            length_penalty=alpha if beam > 1 else 0.0,
+            max_decoding_length=limit,
+            min_decoding_length=0,
+            max_input_length=0,  # translate_lines has cut sources at decode.max_src_len
+            return_end_token=True,
+            return_scores=True,
+        )
+
+    def _hypotheses(self, output: Any) -> list[Hypothesis]:
+        """CTranslate2's hypotheses as ours, best `nbest` first by our normalised score."""
+        alpha, eos = self.decode.alpha, self.tokenizer.tgt.eos_id
+        unk = self.tokenizer.tgt.processor.unk_id()
+        hypotheses = []
+        for pieces, score in zip(output.hypotheses, output.scores, strict=True):
+            tokens = [self.tgt_ids.get(piece, unk) for piece in pieces]  # eos included if produced
+            steps = len(tokens)
+            raw = score * steps**alpha if self.decode.beam > 1 else score  # undo its penalty
+            ended = bool(tokens) and tokens[-1] == eos
+            no_attention = torch.zeros(steps, 1, 0)  # [steps, H, S]: steps rows, no weights
+            hypotheses.append(Hypothesis(tokens[:-1] if ended else tokens, raw, no_attention))
+        hypotheses.sort(key=lambda h: h.normalised_score(alpha), reverse=True)
+        return hypotheses[: self.decode.nbest]
+
+
+def load_ctranslate2_translator(
+    model_dir: Path, quantize: str | None = None, **decode_overrides: Any
+) -> CTranslate2Translator:
+    """The model `nmt export --format ctranslate2` wrote to `model_dir`, with its decode
+    settings overridden; `quantize` "int8" runs it with int8 weights."""
+    ct2 = import_ctranslate2("nmt translate --engine ctranslate2")
+    model_dir = Path(model_dir)
+    if not (model_dir / "model.bin").is_file() or not (model_dir / CONFIG_FILE).is_file():
+        raise UserError(
+            f"--model {model_dir} is not a directory written by `nmt export --format "
+            "ctranslate2` (it needs model.bin and nmt.json)."
+        )
+    if quantize is not None and quantize not in SCHEMES:
+        raise UserError(f"--quantize {quantize}: choose one of {', '.join(SCHEMES)}.")
+    config = _config(model_dir)
+    tokenizer = _tokenizer(model_dir)
+    try:
+        decode = dataclasses.replace(config.decode, **decode_overrides)
+    except ConfigError as error:
+        raise ConfigError(f"decode.{error.path}", error.detail) from None
+    if decode.sample:
+        raise UserError(
+            "--engine ctranslate2 decodes by beam or greedy search; drop --sample (or give "
+            "--no-sample if the model's config samples), or sample with --checkpoint."
+        )
+    try:
+        model = ct2.Translator(
+            str(model_dir),
+            device="cpu",
+            compute_type=quantize or "default",
+            intra_threads=torch.get_num_threads(),
+        )
+    except (RuntimeError, ValueError) as error:
+        raise UserError(f"--model {model_dir}: CTranslate2 cannot load it ({error}).") from None
+    return CTranslate2Translator(model, tokenizer, config, decode)
+
+
+def _config(model_dir: Path) -> Experiment:
+    try:
+        return checkpoint_config(json.loads((model_dir / CONFIG_FILE).read_text("utf-8")))
+    except (ValueError, ConfigError) as error:
+        raise UserError(
+            f"--model {model_dir}: {CONFIG_FILE} is not a config this nmt reads ({error})."
+        ) from None
+
+
+def _tokenizer(model_dir: Path) -> Tokenizer:
+    joint = model_dir / "spm.model"
+    if joint.is_file():
+        vocab = Vocab(joint.read_bytes())
+        return Tokenizer(vocab, vocab)
+    try:
+        src = Vocab((model_dir / "spm.src.model").read_bytes())
+        return Tokenizer(src, Vocab((model_dir / "spm.tgt.model").read_bytes()))
+    except OSError:
+        raise UserError(f"--model {model_dir} lacks its SentencePiece model(s).") from None

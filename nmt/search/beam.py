@@ -1,0 +1,165 @@
+"""Beam search over the whole batch at once: sentences × beam rows in one tensor.
+
+The beam of each sentence has `beam` slots, as in the RNNsearch authors' own decoder
+(GroundHog, Nematus): at every step the best `beam - finished` extensions of the live
+hypotheses are kept, and one that ends (eos, or the sentence's length limit) takes a slot for
+good. So the beam shrinks as hypotheses finish, and a beam of 1 is greedy search exactly.
+
+Finished hypotheses are ranked by score / length_penalty(steps, alpha). A sentence stops early
+when its `nbest`-th best finished hypothesis already beats the best any live one could still
+reach: a live hypothesis with score s (a sum of log-probabilities, so it only falls) ends with
+a normalised score of at most s / length_penalty(limit), because the penalty is >= 1 and grows
+with length for alpha >= 0. The bound is sound, so stopping early never changes the result.
+
+Only live hypotheses run through the model: a slot that finished, a sentence that is done,
+costs nothing at the next step. Each live row proposes its own `beam` best extensions and the
+sentence keeps the best `beam` of those, which is exactly the best `beam` of all extensions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from nmt.search.hypothesis import (
+    Hypothesis,
+    SearchModel,
+    hypotheses_from_rows,
+    length_penalty,
+)
+
+
+@dataclass
+class FinishedPool:
+    """Up to `beam` finished hypotheses per sentence; row b * beam + i is sentence b's i-th."""
+
+    tokens: torch.Tensor  # [B * K, T] eos included when produced
+    attention: torch.Tensor  # [B * K, T, H, S]
+    steps: torch.Tensor  # [B * K] tokens scored, eos included; 0 for an empty row
+    scores: torch.Tensor  # [B * K] sum of log-probabilities; -inf for an empty row
+    count: torch.Tensor  # [B] rows filled
+
+    @classmethod
+    def empty(cls, batch: int, beam: int, max_steps: int, weights: torch.Tensor) -> FinishedPool:
+        """weights [B * K, H, S] of the first step give the attention's shape and device."""
+        device = weights.device
+        return cls(
+            tokens=torch.zeros(batch * beam, max_steps, dtype=torch.long, device=device),
+            attention=weights.new_zeros(batch * beam, max_steps, *weights.shape[1:]),
+            steps=torch.zeros(batch * beam, dtype=torch.long, device=device),
+            scores=torch.full((batch * beam,), float("-inf"), device=device),
+            count=torch.zeros(batch, dtype=torch.long, device=device),
+        )
+
+    def normalised(self, alpha: float) -> torch.Tensor:
+        return self.scores / length_penalty(self.steps, alpha)  # [B * K]
+
+
+@torch.no_grad()
+def beam_search(
+    model: SearchModel,
+    src: torch.Tensor,
+    src_lengths: torch.Tensor,
+    bos_id: int,
+    eos_id: int,
+    limits: torch.Tensor,
+    beam: int,
+    alpha: float,
+    nbest: int = 1,
+) -> list[list[Hypothesis]]:
+    """The `nbest` best hypotheses of every sentence, best first by normalised score."""
+    batch, device = src.size(0), src.device
+    limits = limits.to(device)
+    first_row = torch.arange(batch, device=device)[:, None] * beam  # [B, 1]
+    state = model.init_state(model.encode(src, src_lengths))
+    alive = torch.arange(batch, device=device) * beam  # the rows of [B * K] the state holds
+    prev = torch.full((batch,), bos_id, dtype=torch.long, device=device)
+    live = torch.full((batch, beam), float("-inf"), device=device)  # scores; -inf: no hypothesis
+    live[:, 0] = 0.0
+    history = torch.zeros(batch * beam, 0, dtype=torch.long, device=device)  # [B * K, t]
+    attention = pool = None
+    rank = torch.arange(beam, device=device)[None, :]  # [1, K]
+    for t in range(int(limits.max())):
+        logits, state, weights = model.step(state, prev)  # [N, V], weights [N, H, S]
+        logits = logits.float()
+        width = min(beam, logits.size(1))
+        # each live row's best W: normalising shifts a row by one constant, so the best
+        # logits are the best extensions, and only those W are normalised and extended
+        row_best, row_token = logits.topk(width, dim=1)  # [N, W]
+        row_best = (row_best - logits.logsumexp(1, keepdim=True)) + live.view(-1)[alive, None]
+        proposals = row_best.new_full((batch * beam, width), float("-inf"))
+        proposals[alive] = row_best
+        tokens = row_token.new_zeros(batch * beam, width)
+        tokens[alive] = row_token
+        # [B, K * W]: a sentence's best K extensions are among its rows' own best W
+        top_scores, top_index = proposals.view(batch, -1).topk(beam, dim=1)  # [B, K]
+        token = tokens.view(batch, -1).gather(1, top_index)
+        rows = (first_row + top_index // width).view(-1)  # [B * K] the row each one extends
+        compact = alive.new_zeros(batch * beam)  # [B * K] row -> its state row, where alive
+        compact[alive] = torch.arange(alive.numel(), device=device)
+        history = torch.cat([history.index_select(0, rows), token.view(-1, 1)], 1)
+        step_attention = weights.index_select(0, compact[rows])[:, None]  # [B * K, 1, H, S]
+        if pool is None:  # the first step tells the attention's shape
+            pool = FinishedPool.empty(batch, beam, int(limits.max()), weights)
+            attention = weights.new_zeros(batch * beam, 0, *weights.shape[1:])
+        attention = torch.cat([attention.index_select(0, rows), step_attention], 1)
+        taken = (rank < (beam - pool.count)[:, None]) & (top_scores > float("-inf"))
+        ends = taken & ((token == eos_id) | (t + 1 >= limits[:, None]))
+        _finish(pool, ends, first_row, history, attention, top_scores)
+        live = top_scores.masked_fill(~taken | ends, float("-inf"))
+        finished = pool.normalised(alpha).view(batch, beam)  # [B, K], -inf where empty
+        nth_best = finished.topk(nbest, dim=1).values[:, -1]  # [B]
+        reachable = live.amax(1) / length_penalty(limits, alpha)  # [B]
+        live.masked_fill_((nth_best >= reachable)[:, None], float("-inf"))
+        alive = (live.view(-1) > float("-inf")).nonzero().squeeze(1)
+        if alive.numel() == 0:
+            break
+        state, prev = state.select(compact[rows[alive]]), token.view(-1)[alive]
+    return _best(pool, src_lengths, eos_id, alpha, beam, nbest)
+
+
+def _finish(
+    pool: FinishedPool,
+    ends: torch.Tensor,
+    first_row: torch.Tensor,
+    history: torch.Tensor,
+    attention: torch.Tensor,
+    scores: torch.Tensor,
+) -> None:
+    """Moves the candidates marked in `ends` [B, K] into the next free rows of the pool."""
+    slots = first_row + pool.count[:, None] + ends.long().cumsum(1) - 1  # [B, K]
+    source = ends.view(-1).nonzero().squeeze(1)  # candidate rows that end now
+    target = slots.view(-1)[source]
+    steps = history.size(1)
+    pool.tokens[target, :steps] = history[source]
+    pool.attention[target, :steps] = attention[source]
+    pool.steps[target] = steps
+    pool.scores[target] = scores.view(-1)[source]
+    pool.count += ends.sum(1)
+
+
+def _best(
+    pool: FinishedPool,
+    src_lengths: torch.Tensor,
+    eos_id: int,
+    alpha: float,
+    beam: int,
+    nbest: int,
+) -> list[list[Hypothesis]]:
+    """Each sentence's finished hypotheses, best `nbest` first by normalised score."""
+    hypotheses = hypotheses_from_rows(
+        pool.tokens,
+        pool.scores,
+        pool.attention,
+        src_lengths.repeat_interleave(beam),
+        eos_id,
+        pool.steps,
+    )
+    counts = pool.count.tolist()
+    result = []
+    for sentence, count in enumerate(counts):
+        filled = hypotheses[sentence * beam : sentence * beam + count]
+        filled.sort(key=lambda h: h.normalised_score(alpha), reverse=True)
+        result.append(filled[:nbest])
+    return result

@@ -1,0 +1,74 @@
+"""Greedy search, and the loop it shares with sampling: one token per row and step, the
+argmax or a draw (nmt/search/sampling.py), until eos or the row's length limit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from nmt.search.hypothesis import Hypothesis, SearchModel, hypotheses_from_rows, log_probabilities
+
+Choose = Callable[[torch.Tensor], torch.Tensor]  # log-probabilities [B, V] -> tokens [B]
+
+
+@torch.no_grad()
+def greedy_search(
+    model: SearchModel,
+    src: torch.Tensor,
+    src_lengths: torch.Tensor,
+    bos_id: int,
+    eos_id: int,
+    limits: torch.Tensor,
+) -> list[Hypothesis]:
+    """Batched argmax decoding; each sentence stops at eos or at its own length limit."""
+    return step_by_step_search(
+        model, src, src_lengths, bos_id, eos_id, limits, lambda log_probs: log_probs.argmax(-1)
+    )
+
+
+@torch.no_grad()
+def step_by_step_search(
+    model: SearchModel,
+    src: torch.Tensor,
+    src_lengths: torch.Tensor,
+    bos_id: int,
+    eos_id: int,
+    limits: torch.Tensor,
+    choose: Choose,
+    copies: int = 1,
+) -> list[Hypothesis]:
+    """Extends each row by the token `choose` picks, until eos or the row's limit.
+
+    `copies` rows decode each sentence (several samples of it); the result is sentence-major,
+    copies of one sentence side by side. Scores are the model's own log-probabilities of the
+    tokens picked, whatever `choose` did to pick them.
+    """
+    device = src.device
+    state = model.init_state(model.encode(src, src_lengths))
+    if copies > 1:
+        state = state.select(torch.arange(src.size(0), device=device).repeat_interleave(copies))
+    src_lengths = src_lengths.repeat_interleave(copies)
+    limits = limits.to(device).repeat_interleave(copies)
+    rows = limits.numel()
+    active = torch.arange(rows, device=device)  # the rows still decoding, as the state holds them
+    prev = torch.full((rows,), bos_id, dtype=torch.long, device=device)
+    scores = torch.zeros(rows, device=device)
+    tokens, weights = [], []
+    for t in range(int(limits.max())):
+        logits, state, weight = model.step(state, prev)  # only the active rows run
+        log_probs = log_probabilities(logits)  # [A, V]
+        chosen = choose(log_probs)
+        scores[active] += log_probs.gather(1, chosen[:, None]).squeeze(1)
+        # finished rows read eos and zero attention from here on; their hypotheses end before
+        tokens.append(chosen.new_full((rows,), eos_id).index_copy_(0, active, chosen))
+        weights.append(weight.new_zeros(rows, *weight.shape[1:]).index_copy_(0, active, weight))
+        going = ((chosen != eos_id) & (t + 1 < limits[active])).nonzero().squeeze(1)
+        if going.numel() == 0:
+            break
+        if going.numel() < active.numel():
+            active, state = active[going], state.select(going)
+        prev = chosen[going]
+    return hypotheses_from_rows(
+        torch.stack(tokens, 1), scores, torch.stack(weights, 1), src_lengths, eos_id, limits
+    )

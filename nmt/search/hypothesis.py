@@ -1,0 +1,75 @@
+"""What every search shares: the model interface it drives, the hypotheses it returns, and
+their length limits and penalty.
+
+Search is written only against `encode`, `init_state`, `step` and `state.select`: a Seq2Seq
+and an Ensemble answer the same calls, and no search asks which kind of model it drives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+
+
+class SearchModel(Protocol):
+    """What search needs. The state may be anything with `select(indices)` (rows on dim 0)."""
+
+    def encode(self, src: torch.Tensor, src_lengths: torch.Tensor) -> Any: ...
+
+    def init_state(self, encoded: Any) -> Any: ...
+
+    def step(self, state: Any, prev_tokens: torch.Tensor) -> tuple[torch.Tensor, Any, torch.Tensor]:
+        """prev_tokens [B] -> logits [B, V], next state, attention weights [B, H, S]."""
+        ...
+
+
+@dataclass
+class Hypothesis:
+    tokens: list[int]  # without bos and eos
+    score: float  # sum of token log-probabilities, eos included when produced
+    attention: torch.Tensor  # [steps, H, S_real]: one row per output token, eos included
+
+    def normalised_score(self, alpha: float) -> float:
+        """What beam search ranks finished hypotheses by: score / length_penalty(steps)."""
+        return self.score / length_penalty(self.attention.size(0), alpha)
+
+
+def length_penalty(steps: Any, alpha: float) -> Any:
+    """GNMT (Wu et al. 2016): ((5 + steps) / 6) ** alpha; >= 1, growing with steps if alpha >= 0.
+
+    Works on ints and on tensors of step counts alike.
+    """
+    return ((5 + steps) / 6) ** alpha
+
+
+def max_lengths(src_lengths: torch.Tensor, ratio: float, extra: int) -> torch.Tensor:
+    """Output length limit per sentence, relative to its source length. [B] -> [B]."""
+    return (src_lengths.double() * ratio).ceil().long() + extra
+
+
+def log_probabilities(logits: torch.Tensor) -> torch.Tensor:
+    """log_softmax, as logits - logsumexp: beam search normalises its best logits alone in
+    the same way, so a beam of 1 scores exactly as greedy search does."""
+    logits = logits.float()
+    return logits - logits.logsumexp(-1, keepdim=True)
+
+
+def hypotheses_from_rows(
+    tokens: torch.Tensor,
+    scores: torch.Tensor,
+    weights: torch.Tensor,
+    src_lengths: torch.Tensor,
+    eos_id: int,
+    limits: torch.Tensor,
+) -> list[Hypothesis]:
+    """tokens [N, T], scores [N], weights [N, T, H, S] -> one Hypothesis per row, cut at eos."""
+    result = []
+    for row, score, limit, length in zip(
+        tokens.tolist(), scores.tolist(), limits.tolist(), src_lengths.tolist(), strict=True
+    ):
+        end = row.index(eos_id) if eos_id in row[:limit] else min(limit, len(row))
+        steps = min(end + 1, len(row), limit)
+        result.append(Hypothesis(row[:end], score, weights[len(result), :steps, :, :length].cpu()))
+    return result

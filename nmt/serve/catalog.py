@@ -1,0 +1,168 @@
+"""The models `nmt serve` offers, and the JSON of their translations.
+
+Each checkpoint named on the command line is loaded once, under an id (its run name, or ID
+from `--checkpoint ID=PATH`). Requests name a model by id only, never by path, so no request
+can make the server read a file. A request's `beam` and `n_best` replace the checkpoint's
+decode settings for its sentences, checked like the config's keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from nmt.config import DecodeConfig
+from nmt.errors import UserError
+from nmt.translate.translator import AttentionMap, Translation, Translator
+
+MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One sentence of a request, with what its answer should carry besides the text."""
+
+    src: str
+    alignments: bool = False
+    attention: bool = False
+
+
+@dataclass
+class ServedModel:
+    id: str
+    translator: Translator
+    quantize: str | None = None  # "int8": int8 Linear and recurrent layers; None: fp32
+
+    def settings(self, beam: int | None = None, nbest: int | None = None) -> DecodeConfig:
+        """The checkpoint's decode settings with a request's options; ConfigError if invalid."""
+        given = {key: value for key, value in (("beam", beam), ("nbest", nbest)) if value}
+        return dataclasses.replace(self.translator.decode, **given)
+
+    def describe(self) -> dict[str, Any]:
+        """What GET /translator/models says about this model (no file paths)."""
+        decode, model = self.translator.decode, self.translator.config.model
+        src_lang, tgt_lang = self.translator.languages
+        return {
+            "model_id": self.id,
+            "loaded": True,
+            "src_lang": src_lang,
+            "tgt_lang": tgt_lang,
+            "decoder": model.decoder.type,
+            "attention": model.attention.type,
+            "heads": model.attention.heads if model.attention.type == "multihead" else 1,
+            "quantize": self.quantize,
+            "decode": {
+                "beam": decode.beam,
+                "n_best": decode.nbest,
+                "alpha": decode.alpha,
+                "sample": decode.sample,
+                "max_src_len": decode.max_src_len,
+            },
+        }
+
+
+def parse_spec(spec: str) -> tuple[str | None, Path]:
+    """'PATH' -> (None, PATH); 'ID=PATH' -> (ID, PATH), unless PATH itself names a file."""
+    if "=" not in spec or Path(spec).is_file():
+        return None, Path(spec)
+    model_id, _, path = spec.partition("=")
+    if not MODEL_ID.fullmatch(model_id) or not path:
+        raise UserError(
+            f"--checkpoint {spec!r}: expected PATH or ID=PATH, where ID is letters, digits, "
+            "'.', '_' or '-' and starts with a letter or digit "
+            "(e.g. --checkpoint base=runs/base/best.pt)."
+        )
+    return model_id, Path(path)
+
+
+def load_models(
+    specs: Sequence[str],
+    device: str | torch.device = "auto",
+    quantize: str | None = None,
+    max_src_len: int | None = None,
+) -> dict[str, ServedModel]:
+    """Loads every checkpoint (as `nmt translate` does, `quantize` "int8" as with
+    `--quantize int8`, `max_src_len` as with `--max-src-len`) under its id; ids must be
+    unique."""
+    parsed = [parse_spec(spec) for spec in specs]
+    for _, path in parsed:  # every name is checked before the slow loading starts
+        if not path.is_file():
+            raise UserError(f"checkpoint {path} does not exist.")
+    models: dict[str, ServedModel] = {}
+    sources: dict[str, Path] = {}
+    for model_id, path in parsed:
+        decode = {"max_src_len": max_src_len} if max_src_len else {}
+        translator = Translator.load(path, device, quantize=quantize, **decode)
+        model_id = model_id or translator.config.name
+        if model_id in models:
+            raise UserError(
+                f"two checkpoints have the model id {model_id!r} ({sources[model_id]} and "
+                f"{path}); name them apart with --checkpoint ID=PATH, e.g. "
+                f"--checkpoint {model_id}-2={path}."
+            )
+        models[model_id] = ServedModel(model_id, translator, quantize)
+        sources[model_id] = path
+    return models
+
+
+def translate_items(
+    translator: Translator, decode: DecodeConfig, items: Sequence[Item], batch_size: int
+) -> list:
+    """One list of n-best answers (dicts, best first) per item, in order."""
+    translations = translator.translate(
+        [item.src for item in items],
+        beam=decode.beam,
+        nbest=decode.nbest,
+        alignments=any(item.alignments for item in items),
+        attention=any(item.attention for item in items),
+        batch_size=batch_size,
+    )
+    return [
+        answers(item, translation, decode.nbest)
+        for item, translation in zip(items, translations, strict=True)
+    ]
+
+
+def answers(item: Item, translation: Translation, nbest: int) -> list[dict]:
+    """The OpenNMT-py fields (src, tgt, pred_score, n_best), then ours. pred_score is the
+    normalised score that ranked the candidate; a blank line gives blank text, score 0."""
+    result = []
+    for candidate in translation.nbest:
+        answer = {
+            "src": item.src,
+            "tgt": candidate.text,
+            "pred_score": candidate.score,
+            "n_best": nbest,
+            "truncated": translation.truncated,
+        }
+        if item.alignments:
+            answer["align"] = candidate.alignment
+        if item.attention:
+            answer["attention"] = attention_json(candidate.attention)
+        result.append(answer)
+    if not result:
+        blank = {"src": item.src, "tgt": "", "pred_score": 0.0, "n_best": nbest}
+        blank["truncated"] = False
+        if item.alignments:
+            blank["align"] = ""
+        if item.attention:
+            blank["attention"] = {"src_tokens": [], "tgt_tokens": [], "weights": []}
+        result = [dict(blank) for _ in range(nbest)]
+    return result
+
+
+def attention_json(attention: AttentionMap) -> dict:
+    """Subwords of both sides (target: one per step, '</s>' for the eos step) and the
+    weights per head, [H][T][S], rounded to 4 decimals to keep answers small."""
+    weights = attention.weights.permute(1, 0, 2)  # [T, H, S] -> [H, T, S]
+    return {
+        "src_tokens": attention.src_tokens,
+        "tgt_tokens": attention.tgt_tokens,
+        "weights": torch.round(weights.double(), decimals=4).tolist(),  # 0.1141, not 0.11410000175
+    }

@@ -1,0 +1,315 @@
+"""`nmt serve`: the models named on the command line behind an HTTP API and a web page.
+
+The API is OpenNMT-py's (`POST /translator/translate` with `[{"src": ..., "id": ...}]`,
+`GET /translator/models`, `GET /translator/health`), so its clients work unchanged; the
+answer is `[[{src, tgt, pred_score, n_best}, ...]]`, the outer list by n-best rank, the
+inner by input. `GET /translator/limits` tells clients (the page) how many sentences a
+request may hold. Requests are checked by pydantic (422 naming the field), then decoded in
+shared batches, one per core, each on one torch thread (nmt/serve/microbatch.py). The page
+at `/` is static files that call the same API; `/docs` is Swagger UI, served from local files
+with relative URLs, so it works offline and behind a path prefix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import ipaddress
+import json
+import os
+import signal
+import socket
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import fastapi_offline
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from nmt.config import ConfigError
+from nmt.errors import UserError
+from nmt.serve.api import (
+    MAX_BEAM,
+    Health,
+    LimitsInfo,
+    ModelInfo,
+    TranslateRequest,
+    TranslationOut,
+)
+from nmt.serve.catalog import Item, ServedModel, load_models, translate_items
+from nmt.serve.guards import ApiKeyGuard, BodyGuard
+from nmt.serve.microbatch import MicroBatcher
+
+STATIC = Path(__file__).parent / "static"
+SWAGGER_UI = Path(fastapi_offline.__file__).parent / "static"  # Swagger UI's own files
+PAGE_HEADERS = {  # the page runs only its own files: no inline or third-party script
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_sentences: int = 64  # per request
+    max_body_bytes: int = 1 << 20
+    max_batch: int = 64  # sentences decoded together
+    window: float = 0.005  # seconds a lone request waits for others to share its batch
+    max_connections: int = 1024  # beyond it, uvicorn answers 503 at once
+
+
+def create_app(
+    models: dict[str, ServedModel],
+    api_key: str | None = None,
+    limits: Limits = Limits(),
+    workers: int | None = None,
+) -> FastAPI:
+    """The ASGI app. `workers` batches are decoded side by side, each search on one torch
+    thread; by default one per core (with uvloop and httptools the event loop needs little
+    CPU of its own)."""
+    workers = workers or available_cores()
+    batcher = MicroBatcher(
+        lambda key, items: translate_items(
+            models[key[0]].translator, key[1], items, limits.max_batch
+        ),
+        window=limits.window,
+        max_batch=limits.max_batch,
+        workers=workers,
+        setup=_one_torch_thread,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI):
+        batcher.start()
+        yield
+        await batcher.stop()
+
+    app = FastAPI(
+        title="nmt",
+        summary="Neural machine translation with attention; OpenNMT-py's server API.",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, error: RequestValidationError) -> JSONResponse:
+        return _AsciiJSONResponse({"detail": jsonable_encoder(error.errors())}, 422)
+
+    @app.post(
+        "/translator/translate",
+        response_model=list[list[TranslationOut]],
+        response_model_exclude_none=True,
+    )
+    async def translate(items: list[TranslateRequest]) -> JSONResponse:
+        """Translate sentences: answer[k][i] is the k-th best translation of input i. A
+        request holds at most `max_sentences` of them (GET /translator/limits)."""
+        if len(items) > limits.max_sentences:
+            detail = (
+                f"a request holds at most {limits.max_sentences} sentences (this server's "
+                f"--max-sentences), got {len(items)}; send them in several requests"
+            )
+            return _AsciiJSONResponse({"detail": detail}, 422)
+        if not items:
+            return JSONResponse([])
+        groups, nbest = _plan(models, items)
+        results = await asyncio.gather(
+            *(batcher.submit(key, [item for _, item in group]) for key, group in groups.items())
+        )
+        answers: list[list[dict]] = [[] for _ in items]
+        for group, found in zip(groups.values(), results, strict=True):
+            for (index, _), answer in zip(group, found, strict=True):
+                answers[index] = answer
+        return JSONResponse([[answer[rank] for answer in answers] for rank in range(nbest)])
+
+    @app.get("/translator/models", response_model=list[ModelInfo])
+    async def list_models() -> list[dict]:
+        """The models this server offers, by id, with their default decode settings."""
+        return [model.describe() for model in models.values()]
+
+    @app.get("/translator/limits", response_model=LimitsInfo)
+    async def list_limits() -> dict:
+        """What one request may ask of this server."""
+        return {
+            "max_sentences": limits.max_sentences,
+            "max_body_bytes": limits.max_body_bytes,
+            "max_beam": MAX_BEAM,
+        }
+
+    @app.get("/translator/health", response_model=Health)
+    async def health() -> dict:
+        """Always public, for load balancers and the test fixtures."""
+        return {"status": "ok"}
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers=PAGE_HEADERS)
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        """Swagger UI from local files; every URL relative, as the page's are."""
+        return get_swagger_ui_html(
+            openapi_url="openapi.json",
+            title="nmt API",
+            swagger_js_url="static/docs/swagger-ui-bundle.js",
+            swagger_css_url="static/docs/swagger-ui.css",
+            swagger_favicon_url="static/docs/favicon.png",
+        )
+
+    app.mount("/static/docs", StaticFiles(directory=SWAGGER_UI), name="swagger-ui")
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.add_middleware(BodyGuard, limit=limits.max_body_bytes)
+    if api_key:
+        app.add_middleware(ApiKeyGuard, api_key=api_key)  # added last: runs first
+    return app
+
+
+def _plan(
+    models: dict[str, ServedModel], items: list[TranslateRequest]
+) -> tuple[dict[tuple, list[tuple[int, Item]]], int]:
+    """Groups the inputs by (model id, decode settings), each group one batcher job.
+
+    All inputs of a request must give the same n_best: the answer is laid out by rank.
+    """
+    groups: dict[tuple, list[tuple[int, Item]]] = {}
+    nbest = None
+    for index, request in enumerate(items):
+        model = models.get(str(request.id))
+        if model is None:
+            known = ", ".join(repr(name) for name in models)
+            raise HTTPException(404, f"unknown model id {request.id!r}; this server has: {known}")
+        try:
+            decode = model.settings(request.beam, request.n_best)
+        except ConfigError as error:
+            field = "n_best" if error.path == "nbest" else error.path
+            raise _invalid(index, field, error.detail, getattr(request, field, None)) from None
+        if nbest is not None and decode.nbest != nbest:
+            detail = f"all inputs of a request need the same n_best; earlier ones have {nbest}"
+            raise _invalid(index, "n_best", detail, request.n_best)
+        nbest = decode.nbest
+        item = Item(request.src, request.alignments, request.attention)
+        groups.setdefault((model.id, decode), []).append((index, item))
+    return groups, nbest or 1
+
+
+class _AsciiJSONResponse(JSONResponse):
+    """A 422 echoes the input, which may hold lone surrogates (from JSON's \\ud800 escapes)
+    that UTF-8 cannot encode: escaping everything keeps such an answer well-formed."""
+
+    def render(self, content: object) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def _invalid(index: int, field: str, message: str, value: object) -> RequestValidationError:
+    """A 422 in the same form as pydantic's own, naming body[index].field."""
+    error = {"type": "value_error", "loc": ("body", index, field), "msg": message}
+    return RequestValidationError([{**error, "input": value}])
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its affinity where the OS has one, as Linux does;
+    macOS has none, so there: all of them)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _one_torch_thread() -> None:
+    import torch
+
+    torch.set_num_threads(1)  # per thread under OpenMP: set on each decoding thread
+
+
+def serve(
+    specs: Sequence[str],
+    host: str = "127.0.0.1",
+    port: int = 5000,
+    api_key: str | None = None,
+    limits: Limits = Limits(),
+    workers: int | None = None,
+    quantize: str | None = None,
+    max_src_len: int | None = None,
+) -> None:
+    """Loads the checkpoints (`quantize` "int8": as int8 models; `max_src_len`: their
+    decode.max_src_len instead), binds host:port, and serves until SIGTERM or Ctrl-C.
+
+    SIGTERM stops accepting connections, finishes the requests in flight, and returns
+    (the command exits 0).
+    """
+    import uvicorn
+
+    listener = _bind(host, port)  # before loading: a busy port fails at once
+    try:
+        models = load_models(specs, quantize=quantize, max_src_len=max_src_len)
+    except BaseException:
+        listener.close()
+        raise
+    if warning := exposure_warning(host, api_key):
+        print(warning, file=sys.stderr)
+    app = create_app(models, api_key, limits, workers)
+    config = uvicorn.Config(
+        app,
+        log_level="info",
+        access_log=False,  # a line per request costs throughput; a reverse proxy logs them
+        limit_concurrency=limits.max_connections,
+        timeout_graceful_shutdown=60,
+    )
+    bound = listener.getsockname()
+    address = f"[{bound[0]}]" if listener.family == socket.AF_INET6 else bound[0]
+    print(
+        f"serving {', '.join(models)} on http://{address}:{bound[1]}/ "
+        "(API /translator, docs /docs)",
+        file=sys.stderr,
+        flush=True,
+    )
+    # uvicorn re-raises the signal it stopped for once it has shut down gracefully; this
+    # handler makes that SIGTERM a normal return instead of the default death by signal.
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        uvicorn.Server(config).run(sockets=[listener])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        listener.close()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket, or a UserError saying why not (port in use, unknown host)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as error:
+        raise UserError(f"--host {host}: not an address of this machine ({error}).") from None
+    listener = socket.socket(family, kind, proto)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(address)
+        listener.listen(2048)
+    except OSError as error:
+        listener.close()
+        reason = "it is in use" if error.errno == errno.EADDRINUSE else error.strerror
+        raise UserError(
+            f"cannot listen on {host}:{port}: {reason}. Pick another --port, or stop the "
+            "program that holds it."
+        ) from None
+    return listener
+
+
+def exposure_warning(host: str, api_key: str | None) -> str | None:
+    """What to say when anyone on the network could use the models, else None."""
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if loopback or api_key:
+        return None
+    return (
+        f"warning: serving on {host} without --api-key: anyone who can reach this port can "
+        "use the models. Set --api-key, or bind 127.0.0.1 behind a reverse proxy."
+    )

@@ -1,0 +1,278 @@
+// nmt serve's page: asks the JSON API for translations with their attention and draws each
+// heatmap as SVG (source subwords across, target subwords down; the head average or one head).
+// URLs are relative, so the page also works behind a reverse proxy under a sub-path.
+"use strict";
+
+const SVG = "http://www.w3.org/2000/svg";
+const $ = (id) => document.getElementById(id);
+
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function svgElement(tag, attributes) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, value);
+  return node;
+}
+
+function setStatus(message, isError) {
+  $("status").textContent = message;
+  $("status").classList.toggle("error", Boolean(isError));
+}
+
+// A server started with --api-key answers 401 until the page sends the key: ask for it once
+// and keep it for this tab only.
+const KEY_STORE = "nmt-api-key";
+
+class KeyNeeded extends Error {}
+
+// What one request may hold (GET translator/limits); longer inputs go in several requests.
+let maxSentences = 64;
+
+async function api(path, body) {
+  const headers = body === undefined ? {} : { "Content-Type": "application/json" };
+  const key = sessionStorage.getItem(KEY_STORE);
+  if (key) headers.Authorization = `Bearer ${key}`;
+  const options = body === undefined ? { headers } : {
+    method: "POST",
+    headers,
+    body: JSON.stringify(body),
+  };
+  const response = await fetch(path, options);
+  const data = await response.json().catch(() => null);
+  if (response.status === 401) {
+    sessionStorage.removeItem(KEY_STORE);
+    const entered = window.prompt(key ? "That API key was refused; enter the right one:"
+      : "This server needs its API key:");
+    if (!entered || !entered.trim()) throw new KeyNeeded();
+    sessionStorage.setItem(KEY_STORE, entered.trim());
+    return api(path, body);
+  }
+  if (!response.ok) {
+    const detail = data && data.detail;
+    const text = Array.isArray(detail)
+      ? detail.map((e) => `${e.loc.join(".")}: ${e.msg}`).join("; ")
+      : detail || response.statusText;
+    throw new Error(`${response.status}: ${text}`);
+  }
+  return data;
+}
+
+async function loadModels() {
+  $("enter-key").hidden = true;
+  const models = await api("translator/models");
+  const none = element("option", "", "none");
+  none.value = "";
+  $("model-a").replaceChildren();
+  $("model-b").replaceChildren(none);
+  maxSentences = (await api("translator/limits")).max_sentences;
+  for (const model of models) {
+    const details = [`${model.src_lang}→${model.tgt_lang}`, model.decoder, model.attention];
+    if (model.quantize) details.push(model.quantize);
+    const label = `${model.model_id} (${details.join(", ")})`;
+    for (const id of ["model-a", "model-b"]) {
+      const option = element("option", "", label);
+      option.value = model.model_id;
+      $(id).append(option);
+    }
+  }
+  setStatus(`${models.length} model${models.length === 1 ? "" : "s"} loaded`);
+}
+
+async function translate() {
+  const lines = $("source").value.split("\n").map((l) => l.trim()).filter((l) => l);
+  if (!lines.length) return setStatus("Type a sentence first.", true);
+  const ids = [$("model-a").value, $("model-b").value].filter((id) => id);
+  const beam = parseInt($("beam").value, 10);
+  $("translate").disabled = true;
+  setStatus("translating…");
+  try {
+    const started = performance.now();
+    const options = beam > 0 ? { beam } : {};
+    const best = await Promise.all(ids.map((id) => translateLines(id, lines, options)));
+    const results = $("results");
+    results.replaceChildren(...ids.map((id, i) => column(id, best[i])));
+    results.classList.toggle("pair", ids.length === 2);
+    setStatus(`done in ${Math.round(performance.now() - started)} ms`);
+  } catch (error) {
+    if (error instanceof KeyNeeded) keyNeeded();
+    else setStatus(error.message, true);
+  } finally {
+    $("translate").disabled = false;
+  }
+}
+
+// The best translation of every line, with its attention: the lines go in requests of at most
+// maxSentences each, side by side.
+async function translateLines(id, lines, options) {
+  const requests = [];
+  for (let start = 0; start < lines.length; start += maxSentences) {
+    const items = lines.slice(start, start + maxSentences).map(
+      (src) => Object.assign({ src, id, attention: true }, options));
+    requests.push(api("translator/translate", items));
+  }
+  return (await Promise.all(requests)).flatMap((answer) => answer[0]);
+}
+
+function column(modelId, best) {
+  // best[i]: the best translation of input line i, with its attention
+  const node = element("section", "column");
+  node.dataset.model = modelId;
+  node.append(element("h2", "", modelId));
+  const sentences = element("div", "sentences");
+  const view = element("div", "attention");
+  node.append(sentences, view);
+  best.forEach((answer, index) => {
+    const row = element("div", "sentence");
+    row.append(element("div", "translation", answer.tgt));
+    const meta = element("div", "meta", `score ${answer.pred_score.toFixed(3)}`);
+    if (answer.truncated) meta.append(element("span", "cut", " · source cut to the model's limit"));
+    row.append(meta);
+    row.addEventListener("click", () => select(index));
+    sentences.append(row);
+  });
+  function select(index) {
+    sentences.querySelectorAll(".sentence").forEach((row, i) =>
+      row.classList.toggle("selected", i === index));
+    showAttention(view, best[index].attention);
+  }
+  if (best.length) select(0);
+  return node;
+}
+
+function showAttention(view, attention) {
+  const heads = attention.weights.length;
+  const buttons = element("div", "heads");
+  const map = element("div", "map");
+  const choices = [["average of heads", null]];
+  if (heads > 1) for (let h = 0; h < heads; h++) choices.push([`head ${h + 1}`, h]);
+  else choices[0][0] = "attention";
+  choices.forEach(([label, head], i) => {
+    const button = element("button", i === 0 ? "active" : "", label);
+    button.type = "button";
+    button.addEventListener("click", () => {
+      buttons.querySelectorAll("button").forEach((b) => b.classList.remove("active"));
+      button.classList.add("active");
+      map.replaceChildren(heatmap(attention, head));
+    });
+    buttons.append(button);
+  });
+  map.append(heatmap(attention, null));
+  view.replaceChildren(buttons, map);
+}
+
+function headAverage(weights) {
+  // weights [H][T][S] -> [T][S]
+  return weights[0].map((row, t) => row.map((_, s) =>
+    weights.reduce((sum, head) => sum + head[t][s], 0) / weights.length));
+}
+
+function heatmap(attention, head) {
+  const grid = head === null ? headAverage(attention.weights) : attention.weights[head];
+  const src = attention.src_tokens;
+  const tgt = attention.tgt_tokens;
+  const cell = Math.max(14, Math.min(30, Math.floor(560 / Math.max(src.length, 1))));
+  const charWidth = 7.5;
+  const left = 12 + charWidth * Math.max(...tgt.map((t) => t.length), 3);
+  const top = 12 + 0.75 * charWidth * Math.max(...src.map((t) => t.length), 3);
+  const legendX = left + cell * src.length + 14;
+  const width = legendX + 44;
+  const height = Math.max(top + cell * tgt.length, top + 100) + 8;
+  const svg = svgElement("svg", { class: "heatmap", width, height, viewBox: `0 0 ${width} ${height}` });
+  svg.append(legend(legendX, top, Math.min(cell * tgt.length, 160)));
+  src.forEach((token, s) => {
+    const x = left + cell * s + cell / 2;
+    const label = svgElement("text", {
+      x, y: top - 6, transform: `rotate(-50 ${x} ${top - 6})`, "text-anchor": "start",
+    });
+    label.textContent = token;
+    svg.append(label);
+  });
+  tgt.forEach((token, t) => {
+    const label = svgElement("text", {
+      x: left - 6, y: top + cell * t + cell / 2 + 4, "text-anchor": "end",
+    });
+    label.textContent = token;
+    svg.append(label);
+    grid[t].forEach((weight, s) => {
+      const rect = svgElement("rect", {
+        class: "cell", x: left + cell * s, y: top + cell * t, width: cell - 1, height: cell - 1,
+        fill: colour(weight), "data-weight": weight.toFixed(4),
+      });
+      const text = `${src[s]} → ${token}: ${weight.toFixed(3)}`;
+      const title = svgElement("title", {});
+      title.textContent = text;
+      rect.append(title);
+      rect.addEventListener("mousemove", (event) => showTooltip(event, text));
+      rect.addEventListener("mouseleave", hideTooltip);
+      svg.append(rect);
+    });
+  });
+  return svg;
+}
+
+let gradients = 0; // each SVG's gradient needs an id of its own on the page
+
+function legend(x, y, height) {
+  // a colour bar from weight 1 (top) to 0 (bottom)
+  const id = `weight-scale-${++gradients}`;
+  const gradient = svgElement("linearGradient", { id, x1: 0, y1: 1, x2: 0, y2: 0 });
+  for (let i = 0; i <= 10; i++) {
+    gradient.append(svgElement("stop", { offset: i / 10, "stop-color": colour(i / 10) }));
+  }
+  const defs = svgElement("defs", {});
+  defs.append(gradient);
+  const group = svgElement("g", { class: "legend" });
+  const bar = svgElement("rect", { x, y, width: 10, height, fill: `url(#${id})`, stroke: "#d6dbe3" });
+  group.append(defs, bar);
+  [["1", y + 9], ["0", y + height]].forEach(([text, at]) => {
+    const label = svgElement("text", { x: x + 14, y: at });
+    label.textContent = text;
+    group.append(label);
+  });
+  return group;
+}
+
+function colour(weight) {
+  // white (0) to deep blue (1), through the page's accent
+  const w = Math.min(1, Math.max(0, weight));
+  const channel = (from, to) => Math.round(from + (to - from) * Math.sqrt(w));
+  return `rgb(${channel(255, 16)}, ${channel(255, 52)}, ${channel(255, 140)})`;
+}
+
+function showTooltip(event, text) {
+  const tip = $("tooltip");
+  tip.textContent = text;
+  tip.hidden = false;
+  tip.style.left = `${event.clientX + 12}px`;
+  tip.style.top = `${event.clientY + 12}px`;
+}
+
+function hideTooltip() {
+  $("tooltip").hidden = true;
+}
+
+function keyNeeded() {
+  setStatus("This server needs its API key (ask whoever runs it); then press Enter API key.", true);
+  $("enter-key").hidden = false;
+}
+
+function start() {
+  loadModels().catch((error) => {
+    if (error instanceof KeyNeeded) keyNeeded();
+    else setStatus(`cannot list models: ${error.message}`, true);
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("translate").addEventListener("click", translate);
+  $("enter-key").addEventListener("click", start);
+  $("source").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) translate();
+  });
+  start();
+});

@@ -1,0 +1,162 @@
+"""Scoring a checkpoint on a test set: the code `nmt eval` and the end of `nmt train` share."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from nmt.config import Experiment, apply_override, config_from_dict, config_to_dict, parse_override
+from nmt.data.splits import ROLES, ParallelText, load_split, read_lines
+from nmt.errors import UserError
+from nmt.scoring import Scores, SystemRow, compare, format_table, score
+from nmt.translate.attention_stats import attention_stats
+from nmt.translate.translator import PathLike, Translator
+
+
+@dataclass
+class Evaluation:
+    hypotheses: list[str]  # one detokenized translation per source line
+    scores: Scores  # with the attention's statistics when there are any
+
+
+@dataclass
+class Comparison:
+    """Systems scored on one test set, each after the first tested against it."""
+
+    rows: list[SystemRow]
+    signatures: dict[str, str]  # metric name -> sacrebleu signature
+
+    def as_dict(self) -> dict:
+        return {"systems": [asdict(row) for row in self.rows], "signatures": self.signatures}
+
+    def summary(self) -> str:
+        return format_table(self.rows, self.signatures)
+
+
+def evaluate(translator: Translator, text: ParallelText) -> Evaluation:
+    """Translates the source side of `text` with the translator's decode settings and scores
+    the translations against the target side; also measures the best hypotheses' attention."""
+    translations = translator.translate(text.src)
+    hypotheses = [translation.text for translation in translations]
+    stats = attention_stats(t.hypotheses[0] for t in translations if t.hypotheses)
+    scores = score(hypotheses, text.tgt)
+    if stats is not None:
+        scores = replace(scores, attention_entropy=stats.entropy, attention_nonzero=stats.nonzero)
+    return Evaluation(hypotheses, scores)
+
+
+def checkpoint_split(config: Experiment, split: str, overrides: Sequence[str] = ()) -> ParallelText:
+    """The split that plays `split` (train, valid or test) in a checkpoint's corpus.
+
+    `overrides` (`data.path=DIR`, ...) amend the checkpoint's own config, e.g. when the
+    corpus has moved since training.
+    """
+    if split not in ROLES:
+        raise UserError(f"--split must be one of {', '.join(ROLES)}, got '{split}'.")
+    raw = config_to_dict(config)
+    for override in overrides:
+        apply_override(raw, *parse_override(override))
+    config = config_from_dict(raw)
+    if getattr(config.data.splits, split) is None:
+        raise UserError(f"the checkpoint's config names no {split} split (data.splits.{split}).")
+    return load_split(config.data, split)
+
+
+def read_test_set(src: Path, ref: Path) -> ParallelText:
+    """A test set of one's own: source sentences and their reference translations, one a line."""
+    sources, references = _aligned("--src", src, ref)
+    return ParallelText(sources, references, f"{src} / {ref.name}")
+
+
+def score_files(hyps: Sequence[Path], ref: Path) -> Scores | Comparison:
+    """Scores translations made elsewhere against their references, line by line: one file
+    gives its Scores; several a Comparison, with p-values against the first."""
+    systems = [(str(hyp), _aligned("--hyp", hyp, ref)[0]) for hyp in hyps]
+    references = read_lines(ref)
+    if len(systems) == 1:
+        return score(systems[0][1], references)
+    return Comparison(*compare(systems, references))
+
+
+def _aligned(option: str, path: Path, ref: Path) -> tuple[list[str], list[str]]:
+    lines, references = read_lines(path), read_lines(ref)
+    if len(lines) != len(references):
+        raise UserError(
+            f"{option} {path} has {len(lines)} lines but --ref {ref} has {len(references)}; "
+            "they must align line by line."
+        )
+    return lines, references
+
+
+def evaluate_run(
+    checkpoints: PathLike | Sequence[PathLike],
+    split: str = "test",
+    src: PathLike | None = None,
+    ref: PathLike | None = None,
+    ensemble: bool = False,
+    overrides: Sequence[str] = (),
+    **decode: Any,
+) -> Scores | Comparison:
+    """What `nmt eval --checkpoint` prints, as objects: the checkpoint(s) translate the
+    `split` of their corpus (`overrides` such as "data.path=DIR" amend its config), or the
+    test set `src` with references `ref`, and the translations are scored (one checkpoint:
+    its Scores; several: a Comparison with p-values against the first, unless `ensemble`).
+    `decode` (beam=1, alpha=1.0, batch_size=32, ...) replaces their decode settings."""
+    paths = [checkpoints] if isinstance(checkpoints, (str, os.PathLike)) else list(checkpoints)
+    if (src is None) != (ref is None):
+        raise UserError("src and ref go together: a test set of your own needs both files.")
+    test_set = read_test_set(Path(src), Path(ref)) if src is not None else None
+    return score_checkpoints(paths, test_set, split, overrides, ensemble, **decode)
+
+
+def score_checkpoints(
+    checkpoints: Sequence[Path],
+    test_set: ParallelText | None = None,
+    split: str = "test",
+    overrides: Sequence[str] = (),
+    ensemble: bool = False,
+    **decode_overrides: Any,
+) -> Scores | Comparison:
+    """Translates a test set with each checkpoint in turn and scores the translations.
+
+    The test set is `test_set` if given, else the `split` of each checkpoint's own corpus
+    (see checkpoint_split; `overrides` amend its config). `decode_overrides` (beam=1, ...)
+    replace each checkpoint's decode settings. One checkpoint gives its Scores; several give
+    a Comparison, with sacrebleu's paired bootstrap p-values against the first, unless
+    `ensemble` makes them one system, whose Scores come back.
+    """
+    if not checkpoints:
+        raise UserError("no checkpoint to score.")
+    # Only the best translation is scored: an n-best list would cost time, and with nbest
+    # above the beam size the checkpoint's decode section would refuse e.g. beam=1.
+    decode_overrides = {"nbest": 1, **decode_overrides}
+    systems = [list(checkpoints)] if ensemble else [[path] for path in checkpoints]
+    evaluations, references = [], None
+    for paths in systems:
+        translator = Translator.load(paths, **decode_overrides)
+        text = test_set
+        if text is None:
+            text = checkpoint_split(translator.config, split, overrides)
+        if references is not None and text.tgt != references:
+            raise UserError(
+                "the checkpoints' configs name different corpora for the "
+                f"{split} split; compare systems on the same references."
+            )
+        references = text.tgt
+        evaluations.append(evaluate(translator, text))
+    if len(evaluations) == 1:
+        return evaluations[0].scores
+    named = [(str(path), e.hypotheses) for path, e in zip(checkpoints, evaluations, strict=True)]
+    rows, signatures = compare(named, references)
+    rows = [
+        replace(
+            row,
+            attention_entropy=e.scores.attention_entropy,
+            attention_nonzero=e.scores.attention_nonzero,
+        )
+        for row, e in zip(rows, evaluations, strict=True)
+    ]
+    return Comparison(rows, signatures)

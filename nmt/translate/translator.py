@@ -1,0 +1,343 @@
+"""The Translator: sentences in, translations out, with one checkpoint's model or several as
+an ensemble. It is what `nmt translate`, `nmt eval`, `nmt serve` and the Python API
+(`nmt.Translator`) all translate with.
+
+Sources are cut at decode.max_src_len subwords, translated in length-sorted batches, and
+answered in input order; a blank line gives a blank translation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, overload
+
+import torch
+
+from nmt.checkpoint import load_checkpoint, restore_model
+from nmt.config import ConfigError, DecodeConfig, Experiment
+from nmt.data.batching import pad
+from nmt.data.tokenizer import Tokenizer
+from nmt.errors import UserError
+from nmt.model.device import resolve_device
+from nmt.search import Ensemble, Hypothesis, beam_search, greedy_search, max_lengths, sample_search
+from nmt.translate.alignment import hypothesis_alignment, step_labels
+from nmt.translate.quantize import quantize as quantize_model
+
+log = logging.getLogger(__name__)
+
+PathLike = str | os.PathLike
+
+
+@dataclass(frozen=True)
+class AttentionMap:
+    """The attention of one translation over its source, as a plot draws it."""
+
+    src_tokens: list[str]  # source subwords, one per column
+    tgt_tokens: list[str]  # target subwords, one per row; '</s>' for the eos step
+    weights: torch.Tensor  # [T, H, S]: rows as tgt_tokens, one map per head, columns as src
+
+    @classmethod
+    def of(
+        cls, hypothesis: Hypothesis, src_tokens: list[str], tokenizer: Tokenizer
+    ) -> AttentionMap:
+        return cls(src_tokens, step_labels(hypothesis, tokenizer.tgt), hypothesis.attention)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One translation of a sentence."""
+
+    text: str  # detokenized
+    score: float  # log-probability / ((5 + steps) / 6) ** alpha: what ranked it
+    hypothesis: Hypothesis  # the search's own: target ids, log-probability, attention
+    alignment: str | None = None  # Pharaoh word alignment 'i-j ...', when asked
+    attention: AttentionMap | None = None  # when asked
+
+
+@dataclass(frozen=True)
+class Translation:
+    """A sentence and its translations, best first (decode.nbest of them; none when blank)."""
+
+    source: str
+    src_ids: list[int]
+    nbest: list[Candidate]
+    truncated: bool = False  # the source was cut at decode.max_src_len subwords
+
+    @property
+    def text(self) -> str:
+        return self.nbest[0].text if self.nbest else ""
+
+    @property
+    def score(self) -> float:
+        return self.nbest[0].score if self.nbest else 0.0
+
+    @property
+    def alignment(self) -> str | None:
+        return self.nbest[0].alignment if self.nbest else None
+
+    @property
+    def attention(self) -> AttentionMap | None:
+        return self.nbest[0].attention if self.nbest else None
+
+    @property
+    def hypotheses(self) -> list[Hypothesis]:
+        return [candidate.hypothesis for candidate in self.nbest]
+
+
+# source ids, decode settings -> the hypotheses of each source, best first
+Search = Callable[[list[list[int]], DecodeConfig], list[list[Hypothesis]]]
+
+
+class Translator:
+    """A model (a Seq2Seq, or an Ensemble of them), its tokenizer and its decode settings.
+
+    `Translator.load(path)` reads checkpoints; `translate` takes one sentence or a list.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer: Tokenizer,
+        config: Experiment,
+        decode: DecodeConfig | None = None,
+        device: torch.device | None = None,
+    ):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.config = config
+        self.decode = decode or config.decode
+        self.device = device or next(model.parameters()).device
+        # Every draw comes from this one generator: the same seed, input and batches repeat them.
+        self.generator = torch.Generator(device=self.device).manual_seed(self.decode.seed)
+
+    @classmethod
+    def load(
+        cls,
+        checkpoints: PathLike | Sequence[PathLike],
+        device: str | torch.device = "auto",
+        quantize: str | None = None,
+        attention_layer: int | None = None,
+        **decode: Any,
+    ) -> Translator:
+        """One checkpoint, or several as an ensemble (every step averages their predictions).
+
+        `device`: "auto" (CUDA when torch sees one, unless quantized), "cpu", "cuda" or a
+        torch.device. `quantize` "int8": int8 Linear and recurrent layers, CPU only
+        (nmt/translate/quantize.py). `attention_layer` (1 to its layers): whose attention over
+        the source a Transformer reports, for alignments and plots (default: the last).
+        `decode` replaces the first checkpoint's decode settings (beam=5, nbest=2, ...).
+        Ensemble members must share both vocabularies.
+        """
+        paths = _checkpoint_paths(checkpoints)
+        if isinstance(device, str):
+            device = resolve_device("cpu" if quantize and device == "auto" else device, 0, "device")
+        restored = [restore_model(load_checkpoint(path), path) for path in paths]
+        models = [model for model, _, _ in restored]
+        tokenizer, config = restored[0][1], restored[0][2]
+        for path, (_, other, _) in zip(paths[1:], restored[1:], strict=True):
+            _check_same_vocabularies(paths[0], path, tokenizer, other)
+        if attention_layer is not None:
+            _choose_attention_layer(models, paths, attention_layer)
+        settings = _decode_settings(config.decode, decode)
+        model = models[0] if len(models) == 1 else Ensemble(models)
+        model = model.to(device)
+        if quantize is not None:
+            model = quantize_model(model, quantize)
+        return cls(model, tokenizer, config, settings, device)
+
+    @property
+    def languages(self) -> tuple[str, str]:
+        """(source language, target language), as the training config names them."""
+        return self.config.data.src_lang, self.config.data.tgt_lang
+
+    @overload
+    def translate(self, sentences: str, **options: Any) -> Translation: ...
+
+    @overload
+    def translate(self, sentences: Sequence[str], **options: Any) -> list[Translation]: ...
+
+    def translate(
+        self,
+        sentences: str | Sequence[str],
+        *,
+        beam: int | None = None,
+        alpha: float | None = None,
+        nbest: int | None = None,
+        sample: bool | None = None,
+        max_src_len: int | None = None,
+        alignments: bool = False,
+        attention: bool = False,
+        batch_size: int | None = None,
+    ) -> Translation | list[Translation]:
+        """Translates one sentence (a str: one Translation) or a list of them (one each, in
+        order). Options not given are the translator's decode settings; `alignments` and
+        `attention` add each candidate's word alignment and attention map."""
+        single = isinstance(sentences, str)
+        options = dict(beam=beam, alpha=alpha, nbest=nbest, sample=sample, max_src_len=max_src_len)
+        translations = translate_lines(
+            [sentences] if single else _sentences(sentences),
+            self.tokenizer,
+            _decode_settings(self.decode, options),
+            self._search,
+            batch_size,
+            alignments,
+            attention,
+        )
+        return translations[0] if single else translations
+
+    def _search(self, src_ids: list[list[int]], decode: DecodeConfig) -> list[list[Hypothesis]]:
+        tgt = self.tokenizer.tgt
+        src = pad(src_ids, self.tokenizer.src.pad_id).to(self.device)
+        lengths = torch.tensor([len(ids) for ids in src_ids])
+        limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra)
+        common = (self.model, src, lengths, tgt.bos_id, tgt.eos_id, limits)
+        if decode.sample:
+            return sample_search(
+                *common,
+                decode.nbest,
+                decode.temperature,
+                decode.top_k,
+                decode.top_p,
+                self.generator,
+            )
+        if decode.beam == 1:
+            return [[hypothesis] for hypothesis in greedy_search(*common)]
+        return beam_search(*common, decode.beam, decode.alpha, decode.nbest)
+
+
+def translate_lines(
+    lines: Sequence[str],
+    tokenizer: Tokenizer,
+    decode: DecodeConfig,
+    search: Search,
+    batch_size: int | None = None,
+    alignments: bool = False,
+    attention: bool = False,
+) -> list[Translation]:
+    """Lines in, translations out, whatever runs the search (our models, or CTranslate2's
+    for an exported one): sources cut at decode.max_src_len subwords, length-sorted batches,
+    candidates best first, blank lines blank, input order kept."""
+    batch_size = batch_size or decode.batch_size
+    encoded = tokenizer.src.encode([line.strip() for line in lines])
+    src_ids = _truncated(encoded, decode.max_src_len)
+    results = [
+        Translation(line, ids, [], len(ids) < len(full))
+        for line, ids, full in zip(lines, src_ids, encoded, strict=True)
+    ]
+    order = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        for index, hypotheses in zip(
+            chunk, search([src_ids[i] for i in chunk], decode), strict=True
+        ):
+            src_pieces = tokenizer.src.pieces(src_ids[index]) if alignments or attention else []
+            candidates = [
+                Candidate(
+                    tokenizer.tgt.decode(hypothesis.tokens),
+                    hypothesis.normalised_score(decode.alpha),
+                    hypothesis,
+                    hypothesis_alignment(hypothesis, src_pieces, tokenizer.tgt)
+                    if alignments
+                    else None,
+                    AttentionMap.of(hypothesis, src_pieces, tokenizer) if attention else None,
+                )
+                for hypothesis in hypotheses
+            ]
+            # beam search ranks its n-best already; samples come in the order drawn
+            candidates.sort(key=lambda candidate: candidate.score, reverse=True)
+            results[index] = dataclasses.replace(results[index], nbest=candidates)
+    return results
+
+
+def _truncated(src_ids: list[list[int]], limit: int) -> list[list[int]]:
+    """Cuts sources at decode.max_src_len subwords, so one huge line cannot exhaust memory."""
+    long = [index for index, ids in enumerate(src_ids) if len(ids) > limit]
+    if not long:
+        return src_ids
+    log.warning(
+        "warning: %d source line(s) longer than decode.max_src_len=%d subwords were cut to "
+        "that length (first: line %d, %d subwords); to keep more, raise the limit with "
+        "--max-src-len N.",
+        len(long),
+        limit,
+        long[0] + 1,
+        len(src_ids[long[0]]),
+    )
+    return [ids[:limit] for ids in src_ids]
+
+
+def _decode_settings(decode: DecodeConfig, options: dict[str, Any]) -> DecodeConfig:
+    """`decode` with the options given (None: not given), checked like the config's keys."""
+    given = {key: value for key, value in options.items() if value is not None}
+    unknown = sorted(set(given) - {spec.name for spec in dataclasses.fields(DecodeConfig)})
+    if unknown:
+        raise UserError(
+            f"unknown decode option(s) {', '.join(unknown)}; the decode settings are "
+            f"{', '.join(spec.name for spec in dataclasses.fields(DecodeConfig))}."
+        )
+    try:
+        return dataclasses.replace(decode, **given)
+    except ConfigError as error:
+        raise ConfigError(f"decode.{error.path}", error.detail) from None
+
+
+def _sentences(sentences: Sequence[str]) -> list[str]:
+    if isinstance(sentences, (bytes, bytearray)) or not isinstance(sentences, Sequence):
+        raise UserError(
+            f"translate expects a sentence (str) or a list of them, got {type(sentences).__name__}."
+        )
+    wrong = next((s for s in sentences if not isinstance(s, str)), None)
+    if wrong is not None:
+        raise UserError(f"translate expects sentences as str, got a {type(wrong).__name__}.")
+    return list(sentences)
+
+
+def _checkpoint_paths(checkpoints: PathLike | Sequence[PathLike]) -> list[Path]:
+    """A path (str or PathLike) or a sequence of them, as Paths; a str is one path."""
+    if isinstance(checkpoints, (str, os.PathLike)):
+        return [Path(checkpoints)]
+    if isinstance(checkpoints, Sequence) and all(
+        isinstance(path, (str, os.PathLike)) for path in checkpoints
+    ):
+        if not checkpoints:
+            raise UserError("no checkpoint given: name one .pt file, or several for an ensemble.")
+        return [Path(path) for path in checkpoints]
+    raise UserError(
+        f"expected a checkpoint path (str or PathLike) or a list of them, got "
+        f"{type(checkpoints).__name__}."
+    )
+
+
+def _check_same_vocabularies(first: Path, path: Path, tokenizer: Tokenizer, other: Tokenizer):
+    for side in ("src", "tgt"):
+        if getattr(other, side).model_proto != getattr(tokenizer, side).model_proto:
+            name = "source" if side == "src" else "target"
+            raise UserError(
+                f"checkpoints {first} and {path} have different {name} vocabularies "
+                "(their SentencePiece models differ); an ensemble needs models trained "
+                "with the same tokenizer."
+            )
+
+
+def _choose_attention_layer(models: list[torch.nn.Module], paths: list[Path], number: int):
+    """Sets the reporting layer of every Transformer; an RNNsearch has one attention only."""
+    layered = [
+        (path, model) for path, model in zip(paths, models, strict=True) if model.attention_layers
+    ]
+    if not layered:
+        raise UserError(
+            f"--attention-layer {number}: {paths[0]} has an RNNsearch decoder, whose attention "
+            "is a single layer; drop the option (it chooses a Transformer decoder's layer)."
+        )
+    for path, model in layered:
+        if not 1 <= number <= model.attention_layers:
+            raise UserError(
+                f"--attention-layer {number}: the Transformer decoder of {path} has layers 1 "
+                f"to {model.attention_layers}; choose one of them (default: the last)."
+            )
+        model.choose_attention_layer(number)

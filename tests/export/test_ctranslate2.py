@@ -1,0 +1,221 @@
+"""`nmt export --format ctranslate2` and `nmt translate --engine ctranslate2`: CTranslate2
+computes what our Transformer computes. The models are untrained but every weight is
+perturbed (biases and layer norms too, which start as zeros and ones), so their arbitrary
+outputs are a sharp test: one misplaced weight changes them, and their scores (sums of
+log-probabilities over every step) must agree to 1e-3."""
+
+import dataclasses
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from conftest import TINY_TRANSFORMER, nmt, tiny_experiment, write_checkpoint
+from nmt.checkpoint import checkpoint_payload, save_checkpoint
+from nmt.cli import app
+from nmt.data.tokenizer import Tokenizer, build_tokenizer
+from nmt.errors import UserError
+from nmt.export.converter import export_ctranslate2, unexportable
+from nmt.export.engine import CTranslate2Translator, load_ctranslate2_translator
+from nmt.model.seq2seq import build_model
+from nmt.translate.translator import Translator
+
+pytest.importorskip(
+    "ctranslate2", reason="CTranslate2 is not installed: pip install 'nmt[ctranslate2]'"
+)
+
+VARIANTS = {
+    "pre-norm, one vocabulary": (),
+    "post-norm": ("model.encoder.norm=post", "model.decoder.norm=post"),
+    "two vocabularies, untied, more encoder heads": (
+        "tokenizer.joint=false",
+        "model.share_embeddings=false",
+        "model.decoder.tie_embeddings=false",
+        "model.encoder.heads=4",
+    ),
+}
+
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def perturbed_checkpoint(path: Path, config, tokenizer: Tokenizer) -> Path:
+    torch.manual_seed(0)
+    model = build_model(config.model, tokenizer.src, tokenizer.tgt)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(0.3 * torch.randn_like(parameter))
+    save_checkpoint(path, checkpoint_payload(model, config, tokenizer, step=0, metrics={}))
+    return path
+
+
+@pytest.fixture(scope="module", params=list(VARIANTS))
+def exported(request, tmp_path_factory, corpus_dir, tokenizer):
+    """(checkpoint, exported directory) of one variant."""
+    directory = tmp_path_factory.mktemp("export")
+    config = tiny_experiment(corpus_dir, *TINY_TRANSFORMER, *VARIANTS[request.param])
+    if not config.tokenizer.joint:
+        src = (corpus_dir / "train.en").read_text("utf-8").splitlines()
+        tgt = (corpus_dir / "train.de").read_text("utf-8").splitlines()
+        tokenizer = build_tokenizer(config.tokenizer, src, tgt, directory)
+        assert not tokenizer.joint
+    checkpoint = perturbed_checkpoint(directory / "model.pt", config, tokenizer)
+    return checkpoint, export_ctranslate2(checkpoint, directory / "ct2")
+
+
+def test_greedy_search_is_ours(exported, corpus_dir):
+    checkpoint, directory = exported
+    lines = (corpus_dir / "test.en").read_text("utf-8").splitlines()
+    ours = Translator.load(checkpoint, beam=1)
+    theirs = load_ctranslate2_translator(directory, beam=1)
+    expected, found = ours.translate(lines), theirs.translate(lines)
+    assert len({t.text for t in expected}) >= len(lines) // 4  # not one output for all
+    assert [t.text for t in found] == [t.text for t in expected]
+    for mine, its in zip(expected, found, strict=True):
+        assert abs(mine.hypotheses[0].score - its.hypotheses[0].score) < 1e-3
+        assert mine.hypotheses[0].attention.size(0) == its.hypotheses[0].attention.size(0)
+
+
+def test_beam_hypotheses_carry_their_own_scores_and_our_ranking(exported, corpus_dir):
+    """CTranslate2 normalises by length ** alpha; the engine undoes that, so each score is
+    the hypothesis's log-probability under our model, and ranks by our GNMT penalty."""
+    checkpoint, directory = exported
+    lines = (corpus_dir / "test.en").read_text("utf-8").splitlines()[:12]
+    theirs = load_ctranslate2_translator(directory, beam=4, nbest=3, alpha=0.6)
+    ours = Translator.load(checkpoint)
+    model, eos = ours.model, ours.tokenizer.tgt.eos_id
+    for translation in theirs.translate(lines):
+        src = torch.tensor([translation.src_ids])
+        ranked = [h.normalised_score(0.6) for h in translation.hypotheses]
+        assert len(ranked) == 3 and ranked == sorted(ranked, reverse=True)
+        for hypothesis in translation.hypotheses:
+            ended = hypothesis.attention.size(0) > len(hypothesis.tokens)
+            target = torch.tensor([[2, *hypothesis.tokens, *([eos] if ended else [])]])
+            logits = model.teacher_forcing(src, torch.tensor([src.size(1)]), target[:, :-1])[0]
+            expected = logits.log_softmax(-1).gather(2, target[:, 1:, None]).sum().item()
+            assert abs(hypothesis.score - expected) < 1e-3
+
+
+def test_the_exported_model_translates_in_a_fresh_process(exported):
+    checkpoint, directory = exported
+    text = "the dog sees the cat.\n\n  \na very small bird has slept because we sleep.\n"
+    result = nmt(
+        "translate", "--engine", "ctranslate2", "--model", directory, "--beam", 1, input=text
+    )
+    assert result.returncode == 0, result.stderr
+    expected = nmt("translate", "--checkpoint", checkpoint, "--beam", 1, input=text)
+    lines = result.stdout.split("\n")
+    assert len(lines) == 5 and lines[1] == lines[2] == "" and lines[0] and lines[3]
+    assert result.stdout == expected.stdout
+
+
+def test_the_directory_says_how_to_use_it(exported):
+    _, directory = exported
+    names = {path.name for path in directory.iterdir()}
+    assert {"model.bin", "config.json", "nmt.json", "README.txt"} <= names
+    assert "spm.model" in names or {"spm.src.model", "spm.tgt.model"} <= names
+    readme = (directory / "README.txt").read_text("utf-8")
+    assert f"nmt translate --engine ctranslate2 --model {directory}" in readme
+    assert "ctranslate2.Translator" in readme
+
+
+def test_int8_runs_with_ctranslate2s_int8_compute_type(exported, corpus_dir):
+    _, directory = exported
+    lines = (corpus_dir / "test.en").read_text("utf-8").splitlines()
+    fp32 = load_ctranslate2_translator(directory, beam=1)
+    int8 = load_ctranslate2_translator(directory, quantize="int8", beam=1)
+    assert int8.model.compute_type.startswith("int8") and fp32.model.compute_type == "float32"
+    assert len(int8.translate(lines)) == len(lines)
+
+
+@pytest.fixture(scope="module")
+def rnn_checkpoint(tmp_path_factory, corpus_dir, tokenizer):
+    path = tmp_path_factory.mktemp("rnn") / "rnn.pt"
+    return write_checkpoint(path, tiny_experiment(corpus_dir), tokenizer)
+
+
+def test_an_rnn_checkpoint_is_refused_with_the_reason(rnn_checkpoint, tmp_path):
+    output = tmp_path / "out"
+    result = nmt(
+        "export", "--format", "ctranslate2", "--checkpoint", rnn_checkpoint, "--output", output
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "RNN model (encoder birnn, decoder rnnsearch)" in result.stderr
+    assert "Transformers only" in result.stderr and not output.exists()
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [("normaliser", "sparsemax"), ("kv", "shared"), ("window", 3), ("heads", 1)],
+)
+def test_cross_attention_ctranslate2_cannot_compute_is_named(corpus_dir, key, value):
+    model = tiny_experiment(corpus_dir, *TINY_TRANSFORMER).model
+    attention = dataclasses.replace(model.attention, **{key: value})
+    reason = unexportable(dataclasses.replace(model, attention=attention))
+    assert reason is not None and f"model.attention.{key} is {value!r}" in reason
+
+
+def test_an_existing_output_is_never_overwritten(exported, tmp_path):
+    checkpoint, _ = exported
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "keep.txt").write_text("mine")
+    with pytest.raises(UserError, match="already exists"):
+        export_ctranslate2(checkpoint, tmp_path / "taken")
+    assert [p.name for p in (tmp_path / "taken").iterdir()] == ["keep.txt"]
+    (tmp_path / "empty").mkdir()
+    assert (export_ctranslate2(checkpoint, tmp_path / "empty") / "model.bin").is_file()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_each_engine_takes_its_own_model(exported):
+    checkpoint, directory = exported
+
+    def translate(*args):
+        return CliRunner().invoke(app, ["translate", *map(str, args)], input="a dog\n")
+
+    cases = [
+        (["--engine", "ctranslate2", "--checkpoint", checkpoint], "export the checkpoint first"),
+        (["--engine", "ctranslate2"], "needs --model DIR"),
+        (["--model", directory], "add --engine ctranslate2"),
+        ([], "needs --checkpoint FILE"),
+        (["--engine", "ctranslate2", "--model", directory, "--alignments"], "--alignments need"),
+        (["--engine", "ctranslate2", "--model", checkpoint.parent], "not a directory written"),
+    ]
+    for args, message in cases:
+        result = translate(*args)
+        assert result.exit_code == 2 and message in result.output, (args, result.output)
+
+
+def test_decode_defaults_are_the_checkpoints(exported):
+    checkpoint, directory = exported
+    theirs = load_ctranslate2_translator(directory)
+    ours = Translator.load(checkpoint)
+    assert theirs.decode == ours.decode and theirs.decode.beam == 5
+
+
+class RecordingCTranslate2:
+    """Stands in for a ctranslate2.Translator: answers a source of n pieces with 2n target
+    pieces (up to the call's limit), and records each call's batch size and limit."""
+
+    def __init__(self, piece: str):
+        self.piece, self.calls = piece, []
+
+    def translate_batch(self, source, max_decoding_length, **options):
+        self.calls.append((len(source), max_decoding_length))
+        lengths = [min(2 * len(pieces), max_decoding_length) for pieces in source]
+        return [SimpleNamespace(hypotheses=[[self.piece] * n], scores=[-1.0]) for n in lengths]
+
+
+def test_a_batch_goes_in_one_call_and_only_overruns_go_again(corpus_dir, tokenizer):
+    """One call under the batch's longest limit; a sentence whose output ran past its own
+    limit (ceil(1.5 n) here) is translated again under it, so none is longer than its own."""
+    config = tiny_experiment(corpus_dir)
+    decode = dataclasses.replace(config.decode, beam=1, max_len_ratio=1.5, max_len_extra=0)
+    model = RecordingCTranslate2(tokenizer.tgt.pieces([5])[0])
+    translator = CTranslate2Translator(model, tokenizer, config, decode)
+    sources = [[7] * n for n in range(1, 7)]  # limits 2, 3, 5, 6, 8, 9
+    found = translator._search(sources, decode)
+    assert model.calls == [(6, 9), (1, 3), (1, 5), (1, 6), (1, 8)]
+    assert [len(hypotheses[0].tokens) for hypotheses in found] == [2, 3, 5, 6, 8, 9]

@@ -1,0 +1,157 @@
+"""The page at / in a real browser: Debian's chromium, driven by Selenium through chromedriver.
+
+CI always runs it (`make test` installs chromium when it is missing); elsewhere it skips,
+saying why, only when no browser or driver is found.
+"""
+
+import os
+import shutil
+
+import pytest
+from serving import running_server
+
+from conftest import tiny_experiment, write_checkpoint
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+SENTENCE = "the small dog sees a bird."
+# five lines: more than the server's --max-sentences 2, so the page sends three requests
+LINES = [SENTENCE, "the dog sees the cat.", "we sleep.", "a very small bird has slept.", "I run."]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, corpus_dir, tokenizer):
+    directory = tmp_path_factory.mktemp("page")
+    heads = tiny_experiment(corpus_dir, "model.attention.type=multihead", "model.attention.heads=2")
+    additive = tiny_experiment(corpus_dir)
+    specs = [
+        f"multihead={write_checkpoint(directory / 'heads.pt', heads, tokenizer)}",
+        f"additive={write_checkpoint(directory / 'additive.pt', additive, tokenizer)}",
+    ]
+    checkpoints = [f"--checkpoint={spec}" for spec in specs]
+    with running_server(directory / "server.log", *checkpoints, "--max-sentences", 2) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (CHROMIUM and DRIVER):
+        message = "no chromium and chromedriver on PATH (apt-get install chromium chromium-driver)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}; CI must run the browser test")
+        pytest.skip(message)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
+        options.add_argument(argument)
+    options.add_argument("--window-size=1366,900")  # a laptop screen
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=DRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_the_page_translates_and_draws_the_attention(server, browser, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.select import Select
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    wait = WebDriverWait(browser, 60)
+    browser.get(server.url + "/")
+    wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#model-a option")) == 2)
+    labels = [o.text for o in browser.find_elements(By.CSS_SELECTOR, "#model-b option")]
+    assert labels == [
+        "none",
+        "multihead (en→de, rnnsearch, multihead)",
+        "additive (en→de, rnnsearch, additive)",
+    ]
+    Select(browser.find_element(By.ID, "model-a")).select_by_value("multihead")
+    Select(browser.find_element(By.ID, "model-b")).select_by_value("additive")
+    browser.find_element(By.ID, "source").send_keys("\n".join(LINES))
+    browser.find_element(By.ID, "translate").click()
+    wait.until(lambda b: "done" in b.find_element(By.ID, "status").text)
+    assert len(browser.find_elements(By.CSS_SELECTOR, ".column svg.heatmap")) == 2  # side by side
+    for model in ("multihead", "additive"):
+        column = browser.find_element(By.CSS_SELECTOR, f'.column[data-model="{model}"]')
+        status, answer = server.translate([{"src": line, "id": model} for line in LINES[2:4]])
+        translations = [t.text for t in column.find_elements(By.CSS_SELECTOR, ".translation")]
+        assert len(translations) == len(LINES)  # every line, though a request holds two
+        assert translations[2:4] == [best["tgt"].strip() for best in answer[0]]
+
+    for model in ("multihead", "additive"):
+        status, answer = server.translate([{"src": SENTENCE, "id": model, "attention": True}])
+        assert status == 200
+        best = answer[0][0]
+        column = browser.find_element(By.CSS_SELECTOR, f'.column[data-model="{model}"]')
+        assert column.find_element(By.CSS_SELECTOR, ".translation").text == best["tgt"].strip()
+        cells = column.find_elements(By.CSS_SELECTOR, "svg.heatmap rect.cell")
+        attention = best["attention"]
+        assert len(cells) == len(attention["tgt_tokens"]) * len(attention["src_tokens"])
+
+    heads = browser.find_element(By.CSS_SELECTOR, '.column[data-model="multihead"] .heads')
+    assert [b.text for b in heads.find_elements(By.TAG_NAME, "button")] == [
+        "average of heads",
+        "head 1",
+        "head 2",
+    ]
+    heads.find_elements(By.TAG_NAME, "button")[2].click()  # head 2: the map is redrawn
+    cell = browser.find_element(By.CSS_SELECTOR, '.column[data-model="multihead"] rect.cell')
+    ActionChains(browser).move_to_element(cell).perform()
+    tooltip = browser.find_element(By.ID, "tooltip")
+    wait.until(lambda _: tooltip.is_displayed())
+    assert tooltip.text.endswith(f"{float(cell.get_attribute('data-weight')):.3f}")
+    browser.save_screenshot(str(tmp_path / "page.png"))
+
+
+def test_the_page_asks_for_the_api_key_and_again_after_a_cancel_or_a_wrong_key(
+    tmp_path, tiny_config, tokenizer, browser
+):
+    """Behind --api-key the page still loads; its first API call gets 401, so it asks for the
+    key. Cancelled, it says what to do and offers to ask again; a wrong key is asked again at
+    once; with the right one the models load."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    checkpoint = write_checkpoint(tmp_path / "demo.pt", tiny_config, tokenizer)
+    key = "page-key"
+    with running_server(
+        tmp_path / "log", "--checkpoint", f"demo={checkpoint}", "--api-key", key
+    ) as s:
+        wait = WebDriverWait(browser, 60)
+        browser.get(s.url + "/")
+        prompt = wait.until(expected_conditions.alert_is_present())
+        assert "API key" in prompt.text
+        prompt.dismiss()
+        button = browser.find_element(By.ID, "enter-key")
+        wait.until(lambda _: button.is_displayed())
+        assert "needs its API key" in browser.find_element(By.ID, "status").text
+        assert not browser.find_elements(By.CSS_SELECTOR, "#model-a option")
+        button.click()
+        for answer, question in (("wrong-key", "needs its API key"), (key, "was refused")):
+            prompt = wait.until(expected_conditions.alert_is_present())
+            assert question in prompt.text
+            prompt.send_keys(answer)
+            prompt.accept()
+        wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#model-a option")) == 1)
+        assert "1 model loaded" in browser.find_element(By.ID, "status").text
+        assert not button.is_displayed()
+
+
+def test_the_api_docs_render_from_local_files(server, browser):
+    """Swagger UI draws the schema with nothing fetched from elsewhere (this machine reaches
+    no CDN), from the relative openapi.json."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    browser.get(server.url + "/docs")
+    wait = WebDriverWait(browser, 60)
+    paths = wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, ".opblock-summary-path"))
+    shown = {path.text.replace("\u200b", "") for path in paths}
+    assert {"/translator/translate", "/translator/models", "/translator/limits"} <= shown
+    assert browser.find_element(By.CSS_SELECTOR, ".info .title").text.startswith("nmt")

@@ -1,0 +1,57 @@
+"""Every command's --help ends with examples that work as printed: run here in a directory laid
+out as `make train` and `nmt train --config configs/demo_transformer.yaml` leave it (tiny
+models in runs/demo and runs/demo_transformer, step checkpoints, test.en and test.de)."""
+
+import re
+import shlex
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+import nmt
+from conftest import TINY_TRANSFORMER, tiny_experiment
+from nmt.cli import app
+
+# The commands whose examples run here, in an order that makes what the next ones read (the
+# export before translating with it); training and serving are tested elsewhere.
+COMMANDS = ("export", "translate", "eval", "average", "plot")
+
+
+def examples(command: str) -> list[str]:
+    """The example lines of a command's --help, continuation lines joined."""
+    text = CliRunner().invoke(app, [command, "--help"], terminal_width=200).output
+    block = text.split("Examples:", 1)[1].split("\n\n", 1)[0]
+    return [line.strip() for line in re.sub(r"\\\n\s*", "", block).splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory, corpus_dir):
+    root = tmp_path_factory.mktemp("examples")
+    for name, switch in (("demo", ()), ("demo_transformer", TINY_TRANSFORMER)):
+        config = tiny_experiment(corpus_dir, *switch, "train.keep_last=2", "train.max_steps=4")
+        nmt.train_run(config, ["train.valid_every=2"], run_dir=root / "runs" / name)
+    demo = root / "runs" / "demo"
+    for step in (500, 1000):  # what `make train` leaves: its validations at 500 and 1000
+        shutil.copy(demo / "step-000004.pt", demo / f"step-{step:06d}.pt")
+    for lang in ("en", "de"):
+        shutil.copy(corpus_dir / f"test.{lang}", root / f"test.{lang}")
+    return root
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_example_works_as_printed(command, workdir, monkeypatch, one_thread):
+    monkeypatch.chdir(workdir)
+    found = examples(command)
+    assert found, f"nmt {command} --help shows no examples"
+    for example in found:
+        stdin = None
+        if example.startswith("echo "):
+            echo, _, example = example.partition(" | ")
+            stdin = shlex.split(echo)[1] + "\n"
+        words = shlex.split(example)
+        assert words[0] == "nmt", example
+        if words[1] != command:
+            continue  # another command's example (a workflow): run in its own test
+        result = CliRunner().invoke(app, words[1:], input=stdin)
+        assert result.exit_code == 0, (example, result.output, result.exception)
