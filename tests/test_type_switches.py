@@ -38,7 +38,7 @@ def test_a_switch_drops_what_the_new_types_do_not_read_with_one_notice(caplog):
     (notice,) = caplog.messages
     assert notice == (
         "notice: dropped model.encoder.hidden_dim, model.decoder.hidden_dim, "
-        f"model.decoder.out_dim from {DEMO_CONFIG}: the types set on the command line "
+        f"model.decoder.out_dim from {DEMO_CONFIG}: the types set with --set "
         "(model.decoder.type=transformer, model.encoder.type=self_attention) do not read them."
     )
 
@@ -50,11 +50,14 @@ def test_a_key_the_command_line_sets_beside_the_switch_stays_an_error():
     assert raised.value.path == "model.decoder.out_dim"
 
 
-def test_setting_the_type_the_file_has_drops_nothing(tmp_path):
+def test_setting_the_type_the_file_has_or_defaults_to_drops_nothing(tmp_path):
     path = tmp_path / "transformer.yaml"
     path.write_text("model:\n  decoder: {type: transformer, emb_dim: 512, hidden_dim: 100}\n")
     with pytest.raises(UnusedKeyError, match="model.decoder.hidden_dim"):
         load_config(path, ["model.decoder.type=transformer"])
+    path.write_text("model:\n  decoder: {layers: 3}\n")  # the default type, rnnsearch
+    with pytest.raises(UnusedKeyError, match="model.decoder.layers"):
+        load_config(path, ["model.decoder.type=rnnsearch"])
 
 
 def test_no_notice_without_a_switch(caplog):

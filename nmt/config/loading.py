@@ -150,10 +150,11 @@ def resolve_config(raw: dict, overrides: typing.Sequence[str], origin: str) -> E
     raw = copy.deepcopy(raw)
     parsed = [parse_override(override) for override in overrides]
     set_keys = {".".join(keys) for keys, _ in parsed}
-    switched = {
+    defaults = config_to_dict(Experiment())
+    switched = {  # sections whose type the overrides change
         ".".join(keys[:-1])
         for keys, value in parsed
-        if ".".join(keys) in TYPE_KEYS and value != _lookup(raw, keys)
+        if ".".join(keys) in TYPE_KEYS and value != (_lookup(raw, keys) or _lookup(defaults, keys))
     }
     for keys, value in parsed:
         apply_override(raw, keys, value)
@@ -172,7 +173,7 @@ def resolve_config(raw: dict, overrides: typing.Sequence[str], origin: str) -> E
             for section in sorted(sections)
         )
         log.warning(
-            "notice: dropped %s from %s: the types set on the command line (%s) do not read %s.",
+            "notice: dropped %s from %s: the types set with --set (%s) do not read %s.",
             ", ".join(dropped),
             origin,
             types,
