@@ -1,8 +1,9 @@
 """How fast `nmt translate` is as a whole process, and whether batching costs BLEU.
 
-Each setting (beam size x batch size) runs `python -m nmt translate --input FILE` in a child
-process, so interpreter start, imports and checkpoint loading count, and prints one JSON line:
-sentences/s, wall seconds, the child's peak resident memory and, with a reference, BLEU.
+Each setting (beam size x batch size x workers) runs `python -m nmt translate --input FILE` in
+a child process, so interpreter start, imports and checkpoint loading count, and prints one
+JSON line: sentences/s, wall seconds, the child's peak resident memory, a digest of the
+translations (equal digests: identical output) and, with a reference, BLEU.
 An "unbatched reference" run first (greedy, one sentence per batch) gives the BLEU that
 batching must not lower: greedy at any batch size should match it.
 
@@ -10,11 +11,13 @@ batching must not lower: greedy at any batch size should match it.
         --input ~/.cache/nmt/demo/v2/test.en --ref ~/.cache/nmt/demo/v2/test.de --beam 1 5
     python scripts/bench_translate.py --checkpoint runs/X/best.pt --quantize int8
     python scripts/bench_translate.py --model exported/X --quantize int8   # CTranslate2
+    python scripts/bench_translate.py --checkpoint runs/X/best.pt --workers 1 2 --no-reference
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -46,6 +49,13 @@ def main() -> None:
     parser.add_argument("--beam", type=int, nargs="+", default=[1, 5])
     parser.add_argument("--batch-size", type=int, nargs="+", default=[64])
     parser.add_argument(
+        "--workers",
+        type=int,
+        nargs="+",
+        default=[None],
+        help="batches decoded side by side (default: nmt translate's, one per core)",
+    )
+    parser.add_argument(
         "--threads",
         type=int,
         help="OMP_NUM_THREADS for the child (on a busy machine, 1 avoids thread contention)",
@@ -64,14 +74,16 @@ def main() -> None:
     model += ["--quantize", args.quantize] if args.quantize else []
     ref = args.ref or _default_reference(args.input)
     sentences = len(args.input.read_text(encoding="utf-8").splitlines())
-    settings = [] if args.no_reference else [("unbatched reference", 1, 1)]
+    settings = [] if args.no_reference else [("unbatched reference", 1, 1, 1)]
     settings += [
-        (f"beam {beam}, batch {batch}", beam, batch)
+        (f"beam {beam}, batch {batch}, workers {workers or 'default'}", beam, batch, workers)
         for beam in args.beam
         for batch in args.batch_size
+        for workers in args.workers
     ]
-    for name, beam, batch_size in settings:
-        result = run_translate(model, args.input, ref, beam, batch_size, args.threads)
+    for name, beam, batch_size, workers in settings:
+        options = model + (["--workers", str(workers)] if workers else [])
+        result = run_translate(options, args.input, ref, beam, batch_size, args.threads)
         seconds = result.pop("seconds")
         record = {
             "setting": name,
@@ -79,6 +91,7 @@ def main() -> None:
             "quantize": args.quantize,
             "beam": beam,
             "batch_size": batch_size,
+            "workers": workers,
             "threads": args.threads,
             "sentences": sentences,
             "seconds": round(seconds, 2),
@@ -113,6 +126,7 @@ def run_translate(
         if process.returncode != 0:
             sys.exit(f"{' '.join(command)} failed:\n{log.read_text()}")
         result = {"seconds": seconds, "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
+        result["output_sha256"] = hashlib.sha256(output.read_bytes()).hexdigest()[:12]
         if ref is not None:
             from nmt.scoring import score
 

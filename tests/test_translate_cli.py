@@ -1,15 +1,19 @@
 """`nmt translate` end to end: streaming, n-best, alignments, heatmaps, ensembles."""
 
 import dataclasses
+import json
 import os
 import select
 import subprocess
 import sys
 
 import pytest
+from typer.testing import CliRunner
 
 from conftest import LINES, TINY_TRANSFORMER, tiny_experiment, write_checkpoint
+from nmt.cli import app
 from nmt.config import ConfigError
+from nmt.data.demo import generate_pairs
 from nmt.data.tokenizer import Tokenizer, build_tokenizer
 from nmt.errors import UserError
 from nmt.translate.translator import Translator
@@ -158,3 +162,30 @@ def test_a_transformer_and_an_rnnsearch_translate_as_one_ensemble(
     translations = pair.translate(LINES)
     assert [bool(t.text) for t in translations] == [True, False, True]
     assert all(h.attention.shape[1] == 1 for t in translations for h in t.hypotheses)
+
+
+def test_workers_change_nothing_in_what_translate_and_eval_write(checkpoint, tmp_path, one_thread):
+    """The same n-best lists, alignments and plots, and the same scores, with batches decoded
+    one after another or side by side (the default: one worker per core)."""
+    source = tmp_path / "in.txt"
+    source.write_text("".join(f"{en}\n" for en, _ in generate_pairs(12, seed=3)) + "\nwe sleep.\n")
+    written = {}
+    for workers in ("1", "3"):
+        output, plots = tmp_path / f"out{workers}.txt", tmp_path / f"plots{workers}"
+        options = ["--beam", "3", "--nbest", "2", "--alignments", "--batch-size", "4"]
+        result = CliRunner().invoke(
+            app,
+            ["translate", "--checkpoint", str(checkpoint), "--input", str(source)]
+            + ["--output", str(output), "--attention-plots", str(plots), "--workers", workers]
+            + options,
+        )
+        assert result.exit_code == 0, result.output
+        pictures = sorted((p.name, p.read_bytes()) for p in plots.iterdir())
+        scores = CliRunner().invoke(
+            app,
+            ["eval", "--checkpoint", str(checkpoint), "--split", "test", "--json"]
+            + ["--workers", workers, "--batch-size", "4"],
+        )
+        written[workers] = (output.read_text(), pictures, json.loads(scores.stdout))
+    assert written["1"] == written["3"]
+    assert len(written["1"][0].splitlines()) == 2 * 14 and len(written["1"][1]) == 13

@@ -48,6 +48,15 @@ MaxSrcLenOption = Annotated[
     ),
 ]
 
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        metavar="N",
+        help="Batches decoded side by side, each on one torch thread (default: one per core).",
+    ),
+]
+
 QuantizeOption = Annotated[
     Literal["int8"] | None,
     typer.Option(

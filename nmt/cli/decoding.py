@@ -15,6 +15,7 @@ from nmt.cli.common import (
     BeamOption,
     MaxSrcLenOption,
     QuantizeOption,
+    WorkersOption,
     check_output_dir,
     given,
     guarded,
@@ -67,6 +68,7 @@ def translate(
     beam: BeamOption = None,
     alpha: AlphaOption = None,
     max_src_len: MaxSrcLenOption = None,
+    workers: WorkersOption = None,
     nbest: Annotated[
         int | None,
         typer.Option(
@@ -147,12 +149,16 @@ def translate(
         if engine == "ctranslate2":
             from nmt.export.engine import load_ctranslate2_translator
 
-            translator = load_ctranslate2_translator(model, quantize, **settings)
+            translator = load_ctranslate2_translator(model, quantize, workers, **settings)
         else:
             from nmt.translate.translator import Translator
 
             translator = Translator.load(
-                checkpoint, attention_layer=attention_layer, quantize=quantize, **settings
+                checkpoint,
+                attention_layer=attention_layer,
+                quantize=quantize,
+                workers=workers,
+                **settings,
             )
         with output_stream(output) as sink:
             write_translations(
@@ -247,6 +253,7 @@ def evaluate(
     beam: BeamOption = None,
     alpha: AlphaOption = None,
     max_src_len: MaxSrcLenOption = None,
+    workers: WorkersOption = None,
     set_: Annotated[
         list[str] | None,
         typer.Option(
@@ -287,12 +294,12 @@ def evaluate(
         from nmt.translate.evaluation import evaluate_run, score_files
 
         decode = given(batch_size=batch_size, beam=beam, alpha=alpha, max_src_len=max_src_len)
-        _check_eval_options(checkpoint, split, src, hyp, ref, set_, decode, ensemble)
+        _check_eval_options(checkpoint, split, src, hyp, ref, set_, decode, ensemble, workers)
         if hyp:
             report = score_files(hyp, ref)
         else:
             report = evaluate_run(
-                checkpoint, split or "test", src, ref, ensemble, set_ or [], **decode
+                checkpoint, split or "test", src, ref, ensemble, set_ or [], workers, **decode
             )
         typer.echo(json.dumps(report.as_dict()) if as_json else report.summary())
 
@@ -308,6 +315,7 @@ def _check_eval_options(
     overrides: list[str] | None,
     decode: dict,
     ensemble: bool,
+    workers: int | None = None,
 ) -> None:
     """Refuses option combinations of nmt eval that are incomplete, or that it would ignore."""
     if hyp:
@@ -319,6 +327,8 @@ def _check_eval_options(
         unused = [f"--{key.replace('_', '-')}" for key in decode]
         if ensemble:
             unused.append("--ensemble")
+        if workers is not None:
+            unused.append("--workers")
         if split is not None:
             unused.append("--split")
         if overrides:

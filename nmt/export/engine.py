@@ -44,6 +44,7 @@ from nmt.data.tokenizer import Tokenizer, Vocab
 from nmt.errors import UserError
 from nmt.export.converter import CONFIG_FILE, import_ctranslate2
 from nmt.search import Hypothesis, max_lengths
+from nmt.translate.parallel import available_cores
 from nmt.translate.quantize import SCHEMES
 from nmt.translate.translator import Translation, translate_lines
 
@@ -52,11 +53,19 @@ class CTranslate2Translator:
     """What `write_translations` and `evaluate` need of a Translator: tokenizer, config,
     decode settings and `translate(lines)`; the search runs in CTranslate2."""
 
-    def __init__(self, model: Any, tokenizer: Tokenizer, config: Experiment, decode: DecodeConfig):
-        self.model = model  # a ctranslate2.Translator
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Tokenizer,
+        config: Experiment,
+        decode: DecodeConfig,
+        workers: int = 1,
+    ):
+        self.model = model  # a ctranslate2.Translator with `workers` inter-op threads
         self.tokenizer = tokenizer
         self.config = config
         self.decode = decode
+        self.workers = workers
         self.tgt_ids = {
             piece: i for i, piece in enumerate(tokenizer.tgt.pieces(range(tokenizer.tgt.size)))
         }
@@ -75,9 +84,13 @@ class CTranslate2Translator:
                 "CTranslate2 reports no attention here, so alignments and attention maps need "
                 "the checkpoint the model was exported from."
             )
-        return translate_lines(lines, self.tokenizer, self.decode, self._search, batch_size)
+        return translate_lines(
+            lines, self.tokenizer, self.decode, self._search, batch_size, workers=self.workers
+        )
 
-    def _search(self, src_ids: list[list[int]], decode: DecodeConfig) -> list[list[Hypothesis]]:
+    def _search(
+        self, src_ids: list[list[int]], decode: DecodeConfig, batch: int = 0
+    ) -> list[list[Hypothesis]]:
         lengths = torch.tensor([len(ids) for ids in src_ids])
         limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra)
         limits = limits.tolist()
@@ -127,10 +140,15 @@ class CTranslate2Translator:
 
 
 def load_ctranslate2_translator(
-    model_dir: Path, quantize: str | None = None, **decode_overrides: Any
+    model_dir: Path,
+    quantize: str | None = None,
+    workers: int | None = None,
+    **decode_overrides: Any,
 ) -> CTranslate2Translator:
     """The model `nmt export --format ctranslate2` wrote to `model_dir`, with its decode
-    settings overridden; `quantize` "int8" runs it with int8 weights."""
+    settings overridden; `quantize` "int8" runs it with int8 weights. `workers` batches are
+    translated side by side (CTranslate2's inter-op threads), each on one thread (default:
+    one per core)."""
     ct2 = import_ctranslate2("nmt translate --engine ctranslate2")
     model_dir = Path(model_dir)
     if not (model_dir / "model.bin").is_file() or not (model_dir / CONFIG_FILE).is_file():
@@ -151,16 +169,18 @@ def load_ctranslate2_translator(
             "--engine ctranslate2 decodes by beam or greedy search; drop --sample (or give "
             "--no-sample if the model's config samples), or sample with --checkpoint."
         )
+    workers = workers or available_cores()
     try:
         model = ct2.Translator(
             str(model_dir),
             device="cpu",
             compute_type=quantize or "default",
-            intra_threads=torch.get_num_threads(),
+            inter_threads=workers,
+            intra_threads=1 if workers > 1 else torch.get_num_threads(),
         )
     except (RuntimeError, ValueError) as error:
         raise UserError(f"--model {model_dir}: CTranslate2 cannot load it ({error}).") from None
-    return CTranslate2Translator(model, tokenizer, config, decode)
+    return CTranslate2Translator(model, tokenizer, config, decode, workers)
 
 
 def _config(model_dir: Path) -> Experiment:

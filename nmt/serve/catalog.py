@@ -98,7 +98,8 @@ def load_models(
     sources: dict[str, Path] = {}
     for model_id, path in parsed:
         decode = {"max_src_len": max_src_len} if max_src_len else {}
-        translator = Translator.load(path, device, quantize=quantize, **decode)
+        # one decoding worker per batch: the server runs its batches side by side itself
+        translator = Translator.load(path, device, quantize=quantize, workers=1, **decode)
         model_id = model_id or translator.config.name
         if model_id in models:
             raise UserError(

@@ -17,7 +17,6 @@ import contextlib
 import errno
 import ipaddress
 import json
-import os
 import signal
 import socket
 import sys
@@ -46,6 +45,7 @@ from nmt.serve.api import (
 from nmt.serve.catalog import Item, ServedModel, load_models, translate_items
 from nmt.serve.guards import ApiKeyGuard, BodyGuard
 from nmt.serve.microbatch import MicroBatcher
+from nmt.translate.parallel import available_cores, one_torch_thread
 
 STATIC = Path(__file__).parent / "static"
 SWAGGER_UI = Path(fastapi_offline.__file__).parent / "static"  # Swagger UI's own files
@@ -81,7 +81,7 @@ def create_app(
         window=limits.window,
         max_batch=limits.max_batch,
         workers=workers,
-        setup=_one_torch_thread,
+        setup=one_torch_thread,
     )
 
     @contextlib.asynccontextmanager
@@ -210,20 +210,6 @@ def _invalid(index: int, field: str, message: str, value: object) -> RequestVali
     """A 422 in the same form as pydantic's own, naming body[index].field."""
     error = {"type": "value_error", "loc": ("body", index, field), "msg": message}
     return RequestValidationError([{**error, "input": value}])
-
-
-def available_cores() -> int:
-    """The cores this process may run on (its affinity where the OS has one, as Linux does;
-    macOS has none, so there: all of them)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-def _one_torch_thread() -> None:
-    import torch
-
-    torch.set_num_threads(1)  # per thread under OpenMP: set on each decoding thread
 
 
 def serve(

@@ -98,18 +98,20 @@ def evaluate_run(
     ref: PathLike | None = None,
     ensemble: bool = False,
     overrides: Sequence[str] = (),
+    workers: int | None = None,
     **decode: Any,
 ) -> Scores | Comparison:
     """What `nmt eval --checkpoint` prints, as objects: the checkpoint(s) translate the
     `split` of their corpus (`overrides` such as "data.path=DIR" amend its config), or the
     test set `src` with references `ref`, and the translations are scored (one checkpoint:
     its Scores; several: a Comparison with p-values against the first, unless `ensemble`).
-    `decode` (beam=1, alpha=1.0, batch_size=32, ...) replaces their decode settings."""
+    `workers`: batches decoded side by side (default: one per core). `decode` (beam=1,
+    alpha=1.0, batch_size=32, ...) replaces their decode settings."""
     paths = [checkpoints] if isinstance(checkpoints, (str, os.PathLike)) else list(checkpoints)
     if (src is None) != (ref is None):
         raise UserError("src and ref go together: a test set of your own needs both files.")
     test_set = read_test_set(Path(src), Path(ref)) if src is not None else None
-    return score_checkpoints(paths, test_set, split, overrides, ensemble, **decode)
+    return score_checkpoints(paths, test_set, split, overrides, ensemble, workers, **decode)
 
 
 def score_checkpoints(
@@ -118,6 +120,7 @@ def score_checkpoints(
     split: str = "test",
     overrides: Sequence[str] = (),
     ensemble: bool = False,
+    workers: int | None = None,
     **decode_overrides: Any,
 ) -> Scores | Comparison:
     """Translates a test set with each checkpoint in turn and scores the translations.
@@ -136,7 +139,7 @@ def score_checkpoints(
     systems = [list(checkpoints)] if ensemble else [[path] for path in checkpoints]
     evaluations, references = [], None
     for paths in systems:
-        translator = Translator.load(paths, **decode_overrides)
+        translator = Translator.load(paths, workers=workers, **decode_overrides)
         text = test_set
         if text is None:
             text = checkpoint_split(translator.config, split, overrides)

@@ -9,6 +9,7 @@ answered in input order; a blank line gives a blank translation.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -26,11 +27,13 @@ from nmt.errors import UserError
 from nmt.model.device import resolve_device
 from nmt.search import Ensemble, Hypothesis, beam_search, greedy_search, max_lengths, sample_search
 from nmt.translate.alignment import hypothesis_alignment, step_labels
+from nmt.translate.parallel import available_cores, parallel_map
 from nmt.translate.quantize import quantize as quantize_model
 
 log = logging.getLogger(__name__)
 
 PathLike = str | os.PathLike
+_PRIME = 1_000_003  # mixes decode.seed and a batch's numbers into its sampling seed
 
 
 @dataclass(frozen=True)
@@ -89,8 +92,8 @@ class Translation:
         return [candidate.hypothesis for candidate in self.nbest]
 
 
-# source ids, decode settings -> the hypotheses of each source, best first
-Search = Callable[[list[list[int]], DecodeConfig], list[list[Hypothesis]]]
+# source ids, decode settings, the batch's number in its call -> each source's hypotheses
+Search = Callable[[list[list[int]], DecodeConfig, int], list[list[Hypothesis]]]
 
 
 class Translator:
@@ -106,14 +109,15 @@ class Translator:
         config: Experiment,
         decode: DecodeConfig | None = None,
         device: torch.device | None = None,
+        workers: int = 1,
     ):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.config = config
         self.decode = decode or config.decode
         self.device = device or next(model.parameters()).device
-        # Every draw comes from this one generator: the same seed, input and batches repeat them.
-        self.generator = torch.Generator(device=self.device).manual_seed(self.decode.seed)
+        self.workers = workers  # batches decoded side by side, each on one torch thread
+        self._calls = itertools.count()  # numbers translate's calls, for the sampling seeds
 
     @classmethod
     def load(
@@ -122,14 +126,17 @@ class Translator:
         device: str | torch.device = "auto",
         quantize: str | None = None,
         attention_layer: int | None = None,
+        workers: int | None = None,
         **decode: Any,
     ) -> Translator:
         """One checkpoint, or several as an ensemble (every step averages their predictions).
 
         `device`: "auto" (CUDA when torch sees one, unless quantized), "cpu", "cuda" or a
-        torch.device. `quantize` "int8": int8 Linear and recurrent layers, CPU only
-        (nmt/translate/quantize.py). `attention_layer` (1 to its layers): whose attention over
-        the source a Transformer reports, for alignments and plots (default: the last).
+        torch.device. `workers`: batches decoded side by side on the CPU, each on one torch
+        thread (default: one per core; on a GPU one). `quantize` "int8": int8 Linear and
+        recurrent layers, CPU only (nmt/translate/quantize.py). `attention_layer` (1 to its
+        layers): whose attention over the source a Transformer reports, for alignments and
+        plots (default: the last).
         `decode` replaces the first checkpoint's decode settings (beam=5, nbest=2, ...).
         Ensemble members must share both vocabularies.
         """
@@ -148,7 +155,11 @@ class Translator:
         model = model.to(device)
         if quantize is not None:
             model = quantize_model(model, quantize)
-        return cls(model, tokenizer, config, settings, device)
+        if workers is None:
+            workers = available_cores() if device.type == "cpu" else 1
+        elif workers < 1:
+            raise UserError(f"workers must be at least 1, got {workers}.")
+        return cls(model, tokenizer, config, settings, device, workers)
 
     @property
     def languages(self) -> tuple[str, str]:
@@ -179,31 +190,41 @@ class Translator:
         `attention` add each candidate's word alignment and attention map."""
         single = isinstance(sentences, str)
         options = dict(beam=beam, alpha=alpha, nbest=nbest, sample=sample, max_src_len=max_src_len)
+        call = next(self._calls)
         translations = translate_lines(
             [sentences] if single else _sentences(sentences),
             self.tokenizer,
             _decode_settings(self.decode, options),
-            self._search,
+            lambda src_ids, decode, batch: self._search(src_ids, decode, (call, batch)),
             batch_size,
             alignments,
             attention,
+            self.workers,
         )
         return translations[0] if single else translations
 
-    def _search(self, src_ids: list[list[int]], decode: DecodeConfig) -> list[list[Hypothesis]]:
+    def _search(
+        self, src_ids: list[list[int]], decode: DecodeConfig, draw: tuple[int, int]
+    ) -> list[list[Hypothesis]]:
+        """The hypotheses of a batch. Sampling draws from a generator of its own, seeded by
+        decode.seed and `draw` (the call's and the batch's number), so batches decoded side
+        by side draw as they would one after another."""
         tgt = self.tokenizer.tgt
         src = pad(src_ids, self.tokenizer.src.pad_id).to(self.device)
         lengths = torch.tensor([len(ids) for ids in src_ids])
         limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra)
         common = (self.model, src, lengths, tgt.bos_id, tgt.eos_id, limits)
         if decode.sample:
+            call, batch = draw
+            seed = (decode.seed * _PRIME + call) * _PRIME + batch
+            generator = torch.Generator(self.device).manual_seed(seed % 2**63)
             return sample_search(
                 *common,
                 decode.nbest,
                 decode.temperature,
                 decode.top_k,
                 decode.top_p,
-                self.generator,
+                generator,
             )
         if decode.beam == 1:
             return [[hypothesis] for hypothesis in greedy_search(*common)]
@@ -218,10 +239,12 @@ def translate_lines(
     batch_size: int | None = None,
     alignments: bool = False,
     attention: bool = False,
+    workers: int = 1,
 ) -> list[Translation]:
     """Lines in, translations out, whatever runs the search (our models, or CTranslate2's
-    for an exported one): sources cut at decode.max_src_len subwords, length-sorted batches,
-    candidates best first, blank lines blank, input order kept."""
+    for an exported one): sources cut at decode.max_src_len subwords, length-sorted batches
+    (`workers` of them decoded side by side), candidates best first, blank lines blank,
+    input order kept."""
     batch_size = batch_size or decode.batch_size
     encoded = tokenizer.src.encode([line.strip() for line in lines])
     src_ids = _truncated(encoded, decode.max_src_len)
@@ -230,11 +253,14 @@ def translate_lines(
         for line, ids, full in zip(lines, src_ids, encoded, strict=True)
     ]
     order = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
-    for start in range(0, len(order), batch_size):
-        chunk = order[start : start + batch_size]
-        for index, hypotheses in zip(
-            chunk, search([src_ids[i] for i in chunk], decode), strict=True
-        ):
+    chunks = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+    searched = parallel_map(
+        lambda numbered: search([src_ids[i] for i in numbered[1]], decode, numbered[0]),
+        list(enumerate(chunks)),
+        workers,
+    )
+    for chunk, found in zip(chunks, searched, strict=True):
+        for index, hypotheses in zip(chunk, found, strict=True):
             src_pieces = tokenizer.src.pieces(src_ids[index]) if alignments or attention else []
             candidates = [
                 Candidate(

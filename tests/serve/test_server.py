@@ -23,7 +23,7 @@ from nmt.data.demo import generate_pairs
 from nmt.data.splits import read_lines
 from nmt.errors import UserError
 from nmt.serve.catalog import load_models
-from nmt.serve.server import available_cores, exposure_warning, serve
+from nmt.serve.server import exposure_warning, serve
 from nmt.translate.lines import write_translations
 from nmt.translate.translator import Translator
 
@@ -322,12 +322,6 @@ def test_bad_command_lines_exit_2_with_one_paragraph(checkpoints, tmp_path):
         busy.listen()
         with pytest.raises(UserError, match="it is in use"):
             serve([demo], port=busy.getsockname()[1])
-
-
-def test_one_worker_per_core_where_the_os_has_no_affinity(monkeypatch):
-    assert available_cores() == len(os.sched_getaffinity(0))
-    monkeypatch.delattr(os, "sched_getaffinity")  # as on macOS
-    assert available_cores() == os.cpu_count()
 
 
 def test_a_warning_when_serving_beyond_loopback_without_a_key():

@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from conftest import make_translator, tiny_model
+from nmt.data.demo import generate_pairs
 from nmt.search import greedy_search, max_lengths
 
 
@@ -69,3 +70,49 @@ def test_long_sources_are_cut_to_max_src_len(tiny_config, tokenizer):
     assert len(result.src_ids) == 12
     limit = max_lengths(torch.tensor([12]), decode.max_len_ratio, decode.max_len_extra)
     assert len(result.hypotheses[0].tokens) <= int(limit)
+
+
+SENTENCES = [en for en, _ in generate_pairs(23, seed=5)] + ["", "we sleep."]
+
+
+def candidates(translations):
+    return [
+        [(c.text, c.score, c.alignment, c.attention.weights.tolist()) for c in t.nbest]
+        for t in translations
+    ]
+
+
+@pytest.mark.parametrize("settings", [{"beam": 1}, {"beam": 4, "nbest": 2}])
+def test_batches_side_by_side_translate_as_one_after_another(
+    tiny_config, tokenizer, settings, one_thread
+):
+    translator = make_translator(tiny_config, tokenizer, batch_size=4, **settings)
+    options = dict(alignments=True, attention=True)
+    alone = candidates(translator.translate(SENTENCES, **options))
+    translator.workers = 3
+    assert candidates(translator.translate(SENTENCES, **options)) == alone
+    assert sum(bool(c) for c in alone) == len(SENTENCES) - 1  # one blank line
+
+
+def test_sampling_draws_per_batch_whatever_the_workers(tiny_config, tokenizer, one_thread):
+    def draws(workers):
+        translator = make_translator(tiny_config, tokenizer, batch_size=4, sample=True, nbest=2)
+        translator.workers = workers
+        first, again = (translator.translate(SENTENCES) for _ in range(2))
+        return [[c.text for c in t.nbest] for t in first + again]
+
+    one, three = draws(1), draws(3)
+    assert one == three
+    assert one[: len(SENTENCES)] != one[len(SENTENCES) :]  # a second call draws afresh
+
+
+def test_a_failing_batch_fails_the_call(tiny_config, tokenizer, monkeypatch):
+    translator = make_translator(tiny_config, tokenizer, batch_size=4)
+    translator.workers = 2
+
+    def broken(src_ids, decode, draw):
+        raise RuntimeError(f"batch {draw[1]}")
+
+    monkeypatch.setattr(translator, "_search", broken)
+    with pytest.raises(RuntimeError, match="batch 0"):
+        translator.translate(SENTENCES)
