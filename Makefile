@@ -59,7 +59,7 @@ bench: setup
 	  --config configs/multi30k_de_en_$$model.yaml $(BENCH_SET) || exit 1; done
 	@for model in $(BENCH_MODELS); do ckpt=runs/multi30k_de_en_$$model/best.pt; \
 	  if [ -f $$ckpt ]; then \
-	    $(BIN)/python scripts/bench_translate.py --checkpoint $$ckpt --batch-size 64 128 || exit 1; \
+	    $(BIN)/python scripts/bench_translate.py --checkpoint $$ckpt --batch-size 64 128 --workers 1 2 || exit 1; \
 	    $(BIN)/python scripts/bench_translate.py --checkpoint $$ckpt --quantize int8 || exit 1; \
 	  else echo "bench_translate: no $$ckpt yet; train it first (see README)"; fi; done
 	@ckpt=runs/multi30k_de_en_transformer/best.pt; if [ -f $$ckpt ]; then \

@@ -7,6 +7,11 @@ prints one JSON line. Utilisation = analytic forward+backward FLOPs per real tar
     python scripts/bench_train.py                                  # Multi30k rnnsearch if present
     python scripts/bench_train.py --config configs/multi30k_de_en_multihead.yaml --steps 100
     python scripts/bench_train.py --config configs/demo.yaml --set train.batch_tokens=2000
+    python scripts/bench_train.py --config configs/multi30k_de_en_transformer.yaml --profile 10
+
+`--profile N` then profiles N more steps with torch.profiler and adds where a step's time
+goes: matrix products against everything else, operators per step, and the operators that
+take the most time, to stderr as a table and to the JSON line as `profile`.
 """
 
 from __future__ import annotations
@@ -116,6 +121,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--set", dest="overrides", action="append", default=[])
+    parser.add_argument("--profile", type=int, default=0, metavar="N")
     args = parser.parse_args()
 
     import torch
@@ -154,6 +160,7 @@ def main() -> None:
         for batch in timed:
             trainer.train_step([batch])
         seconds = time.perf_counter() - started
+        profile = profile_steps(trainer, [next(batches) for _ in range(args.profile)])
         trainer.report.close()
 
     tokens = sum(batch.num_tgt_tokens for batch in timed)
@@ -185,9 +192,39 @@ def main() -> None:
                 "flops_per_token": round(flops_per_token),
                 "matmul_flops": round(peak),
                 "utilisation": round(flops_per_token * tokens_per_s / peak, 3),
+                **({"profile": profile} if profile else {}),
             }
         )
     )
+
+
+MATMULS = {"aten::mm", "aten::addmm", "aten::addmm_", "aten::bmm", "aten::baddbmm"}
+
+
+def profile_steps(trainer, batches) -> dict:
+    """Where `len(batches)` training steps spend their time, by operator (self CPU time)."""
+    if not batches:
+        return {}
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        for batch in batches:
+            trainer.train_step([batch])
+    events = [e for e in profiler.key_averages() if not e.key.startswith("ProfilerStep")]
+    print(
+        profiler.key_averages().table(sort_by="self_cpu_time_total", row_limit=25),
+        file=sys.stderr,
+    )
+    total = sum(e.self_cpu_time_total for e in events)
+    matmul = sum(e.self_cpu_time_total for e in events if e.key in MATMULS)
+    top = sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:12]
+    return {
+        "matmul_share": round(matmul / total, 3),
+        "ops_per_step": round(sum(e.count for e in events) / len(batches)),
+        "top_ops_ms_per_step": {
+            e.key: round(e.self_cpu_time_total / 1000 / len(batches), 2) for e in top
+        },
+    }
 
 
 if __name__ == "__main__":
