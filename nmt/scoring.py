@@ -1,4 +1,5 @@
-"""Corpus scores with sacrebleu, reported with their signatures so they can be reproduced."""
+"""Corpus scores with sacrebleu (BLEU, chrF, TER), reported with their signatures so they can be
+reproduced. Higher BLEU and chrF are better; TER is an edit rate, lower is better."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ logging.getLogger("sacrebleu").setLevel(logging.ERROR)  # its tokenization hints
 class Scores:
     bleu: float
     chrf: float
+    ter: float
     bleu_signature: str
     chrf_signature: str
+    ter_signature: str
     # Of the attention behind the translations (nmt/translate/attention_stats.py), per target
     # token: the mean entropy in nats and the mean number of non-zero weights. None when the
     # translations came from elsewhere.
@@ -28,6 +31,7 @@ class Scores:
         lines = [
             f"BLEU {self.bleu:.1f}  ({self.bleu_signature})",
             f"chrF {self.chrf:.1f}  ({self.chrf_signature})",
+            f"TER  {self.ter:.1f}  ({self.ter_signature})",
         ]
         if self.attention_entropy is not None:
             lines.append(
@@ -37,18 +41,27 @@ class Scores:
         return "\n".join(lines)
 
 
-def score(hypotheses: Sequence[str], references: Sequence[str]) -> Scores:
-    """BLEU and chrF exactly as the `sacrebleu` command computes and rounds them."""
-    from sacrebleu.metrics import BLEU, CHRF
+def metrics(references: Sequence[str] | None = None) -> dict:
+    """sacrebleu's BLEU, chrF and TER with their default settings (`references` cached)."""
+    from sacrebleu.metrics import BLEU, CHRF, TER
 
-    bleu, chrf = BLEU(), CHRF()
-    bleu_score = bleu.corpus_score(list(hypotheses), [list(references)])
-    chrf_score = chrf.corpus_score(list(hypotheses), [list(references)])
+    cached = None if references is None else [list(references)]
+    return {
+        "BLEU": BLEU(references=cached),
+        "chrF": CHRF(references=cached),
+        "TER": TER(references=cached),
+    }
+
+
+def score(hypotheses: Sequence[str], references: Sequence[str]) -> Scores:
+    """BLEU, chrF and TER exactly as the `sacrebleu` command computes and rounds them."""
+    bleu, chrf, ter = metrics().values()
+    found = [m.corpus_score(list(hypotheses), [list(references)]).score for m in (bleu, chrf, ter)]
     return Scores(
-        bleu=float(f"{bleu_score.score:.1f}"),
-        chrf=float(f"{chrf_score.score:.1f}"),
+        *(float(f"{value:.1f}") for value in found),
         bleu_signature=str(bleu.get_signature()),
         chrf_signature=str(chrf.get_signature()),
+        ter_signature=str(ter.get_signature()),
     )
 
 
@@ -57,8 +70,10 @@ class SystemRow:
     name: str
     bleu: float
     chrf: float
+    ter: float
     bleu_p: float | None  # paired bootstrap p-value against the first system
     chrf_p: float | None
+    ter_p: float | None
     attention_entropy: float | None = None  # as in Scores
     attention_nonzero: float | None = None
 
@@ -68,25 +83,26 @@ def compare(
 ) -> tuple[list[SystemRow], dict[str, str]]:
     """Scores every system and tests each against the first with sacrebleu's paired bootstrap
     resampling; returns the rows and the metrics' signatures."""
-    from sacrebleu.metrics import BLEU, CHRF
     from sacrebleu.significance import PairedTest
 
-    metrics = {
-        "BLEU": BLEU(references=[list(references)]),
-        "chrF": CHRF(references=[list(references)]),
-    }
     test = PairedTest(
         [(name, list(h)) for name, h in systems],
-        metrics,
+        metrics(references),
         references=None,
         test_type="bs",
         n_samples=samples,
     )
     signatures, results = test()
-    bleu, chrf = results["BLEU"], results[next(k for k in results if k.startswith("chrF"))]
+    columns = [
+        results[next(k for k in results if k.startswith(m))] for m in ("BLEU", "chrF", "TER")
+    ]
     rows = [
-        SystemRow(name, float(f"{b.score:.1f}"), float(f"{c.score:.1f}"), b.p_value, c.p_value)
-        for (name, _), b, c in zip(systems, bleu, chrf, strict=True)
+        SystemRow(
+            name,
+            *(float(f"{result.score:.1f}") for result in found),
+            *(result.p_value for result in found),
+        )
+        for (name, _), *found in zip(systems, *columns, strict=True)
     ]
     return rows, {name: str(signature) for name, signature in signatures.items()}
 
@@ -94,19 +110,21 @@ def compare(
 def format_table(rows: Sequence[SystemRow], signatures: dict[str, str]) -> str:
     width = max(len(row.name) for row in rows)
     attention = any(row.attention_entropy is not None for row in rows)
-    header = f"{'system':<{width}}   BLEU  p(BLEU)   chrF  p(chrF)"
+    header = f"{'system':<{width}}   BLEU  p(BLEU)   chrF  p(chrF)    TER   p(TER)"
     lines = [header + ("  entropy  non-zero" if attention else "")]
     for row in rows:
-        p_bleu = "-" if row.bleu_p is None else f"{row.bleu_p:.4f}"
-        p_chrf = "-" if row.chrf_p is None else f"{row.chrf_p:.4f}"
-        line = f"{row.name:<{width}}  {row.bleu:5.1f}  {p_bleu:>7}  {row.chrf:5.1f}  {p_chrf:>7}"
+        line = f"{row.name:<{width}}"
+        for value, p in ((row.bleu, row.bleu_p), (row.chrf, row.chrf_p), (row.ter, row.ter_p)):
+            line += f"  {value:5.1f}  {'-' if p is None else f'{p:.4f}':>7}"
         if attention:
             entropy, nonzero = row.attention_entropy, row.attention_nonzero
             line += (
                 "        -         -" if entropy is None else f"  {entropy:7.3f}  {nonzero:8.2f}"
             )
         lines.append(line)
-    lines.append("p: paired bootstrap resampling against the first system (sacrebleu)")
+    lines.append(
+        "p: paired bootstrap resampling against the first system (sacrebleu); TER: lower is better"
+    )
     if attention:
         lines.append("entropy (nats), non-zero weights: of the attention, per target token")
     lines.extend(f"{name}: {signature}" for name, signature in signatures.items())

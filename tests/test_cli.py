@@ -64,7 +64,8 @@ def test_eval_checkpoint_and_files(run_dir, corpus_dir):
     result = nmt("eval", "--checkpoint", run_dir / "best.pt", "--split", "test", "--json")
     assert result.returncode == 0, result.stderr
     scores = json.loads(result.stdout)
-    assert {"bleu", "chrf", "bleu_signature", "chrf_signature"} <= scores.keys()
+    keys = {"bleu", "chrf", "ter", "bleu_signature", "chrf_signature", "ter_signature"}
+    assert keys <= scores.keys()
     assert scores["attention_entropy"] > 0 and scores["attention_nonzero"] >= 1  # softmax
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert scores["bleu"] == records[-1]["test_bleu"]

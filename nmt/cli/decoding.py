@@ -273,7 +273,7 @@ def evaluate(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
-    """Score translations with sacrebleu (BLEU, chrF and their signatures).
+    """Score translations with sacrebleu (BLEU, chrF, TER and their signatures).
 
     A checkpoint translates a split of its corpus (--split, default test) or a test set of
     your own (--src and --ref); unset decoding options come from its decode section. --hyp

@@ -52,6 +52,7 @@ def train(
         if scores:
             typer.echo(
                 f"test BLEU {scores['bleu']:.1f}  chrF {scores['chrf']:.1f}  "
+                f"TER {scores['ter']:.1f}  "
                 f"(best checkpoint: {outcome.run_dir / 'best.pt'})"
             )
         typer.echo(outcome.summary)

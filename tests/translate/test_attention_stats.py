@@ -58,11 +58,14 @@ def test_no_tokens_give_no_statistics():
 
 
 def test_reports_show_the_statistics_only_when_there_are_some():
-    plain = Scores(30.0, 55.0, "bleu-sig", "chrf-sig")
+    plain = Scores(30.0, 55.0, 50.0, "bleu-sig", "chrf-sig", "ter-sig")
     assert "attention" not in plain.summary()
-    measured = Scores(30.0, 55.0, "bleu-sig", "chrf-sig", 0.5, 2.25)
+    measured = Scores(30.0, 55.0, 50.0, "bleu-sig", "chrf-sig", "ter-sig", 0.5, 2.25)
     assert "entropy 0.500 nats, 2.25 non-zero weights" in measured.summary()
-    rows = [SystemRow("a", 30.0, 55.0, None, None, 1.25, 7.5), SystemRow("b", 29.0, 54.0, 0.2, 0.3)]
+    rows = [
+        SystemRow("a", 30.0, 55.0, 50.0, None, None, None, 1.25, 7.5),
+        SystemRow("b", 29.0, 54.0, 51.0, 0.2, 0.3, 0.4),
+    ]
     table = format_table(rows, {"BLEU": "sig"}).splitlines()
     assert table[0].endswith("entropy  non-zero")
     assert table[1].endswith("1.250      7.50") and table[2].endswith("-         -")
