@@ -189,3 +189,21 @@ def test_workers_change_nothing_in_what_translate_and_eval_write(checkpoint, tmp
         written[workers] = (output.read_text(), pictures, json.loads(scores.stdout))
     assert written["1"] == written["3"]
     assert len(written["1"][0].splitlines()) == 2 * 14 and len(written["1"][1]) == 13
+
+
+def test_no_repeat_ngram_from_the_command_line_and_the_api(checkpoint, tmp_path):
+    translator = Translator.load(checkpoint, beam=3, no_repeat_ngram=2)
+    translations = translator.translate(LINES)
+    for hypothesis in (h for t in translations for h in t.hypotheses):
+        bigrams = list(zip(hypothesis.tokens, hypothesis.tokens[1:], strict=False))
+        assert len(set(bigrams)) == len(bigrams)
+    source = tmp_path / "in.txt"
+    source.write_text("".join(line + "\n" for line in LINES))
+    options = ["--checkpoint", str(checkpoint), "--beam", "3", "--no-repeat-ngram", "2"]
+    result = CliRunner().invoke(app, ["translate", *options, "--input", str(source)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [t.text for t in translations]
+    scored = CliRunner().invoke(app, ["eval", *options, "--split", "test", "--json"])
+    assert scored.exit_code == 0 and "bleu" in json.loads(scored.stdout)
+    refused = CliRunner().invoke(app, ["translate", *options[:2], "--no-repeat-ngram", "-1"])
+    assert refused.exit_code == 2

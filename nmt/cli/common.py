@@ -48,6 +48,16 @@ MaxSrcLenOption = Annotated[
     ),
 ]
 
+NoRepeatNgramOption = Annotated[
+    int | None,
+    typer.Option(
+        min=0,
+        metavar="N",
+        help="No translation repeats an n-gram of N tokens (0: off; default: "
+        "decode.no_repeat_ngram).",
+    ),
+]
+
 WorkersOption = Annotated[
     int | None,
     typer.Option(

@@ -14,6 +14,7 @@ from nmt.cli.common import (
     BatchSizeOption,
     BeamOption,
     MaxSrcLenOption,
+    NoRepeatNgramOption,
     QuantizeOption,
     WorkersOption,
     check_output_dir,
@@ -68,6 +69,7 @@ def translate(
     beam: BeamOption = None,
     alpha: AlphaOption = None,
     max_src_len: MaxSrcLenOption = None,
+    no_repeat_ngram: NoRepeatNgramOption = None,
     workers: WorkersOption = None,
     nbest: Annotated[
         int | None,
@@ -145,6 +147,7 @@ def translate(
             top_p=top_p,
             seed=seed,
             max_src_len=max_src_len,
+            no_repeat_ngram=no_repeat_ngram,
         )
         if engine == "ctranslate2":
             from nmt.export.engine import load_ctranslate2_translator
@@ -253,6 +256,7 @@ def evaluate(
     beam: BeamOption = None,
     alpha: AlphaOption = None,
     max_src_len: MaxSrcLenOption = None,
+    no_repeat_ngram: NoRepeatNgramOption = None,
     workers: WorkersOption = None,
     set_: Annotated[
         list[str] | None,
@@ -293,7 +297,13 @@ def evaluate(
     def action() -> None:
         from nmt.translate.evaluation import evaluate_run, score_files
 
-        decode = given(batch_size=batch_size, beam=beam, alpha=alpha, max_src_len=max_src_len)
+        decode = given(
+            batch_size=batch_size,
+            beam=beam,
+            alpha=alpha,
+            max_src_len=max_src_len,
+            no_repeat_ngram=no_repeat_ngram,
+        )
         _check_eval_options(checkpoint, split, src, hyp, ref, set_, decode, ensemble, workers)
         if hyp:
             report = score_files(hyp, ref)
@@ -403,6 +413,7 @@ def serve(
         ),
     ] = None,
     max_src_len: MaxSrcLenOption = None,
+    no_repeat_ngram: NoRepeatNgramOption = None,
     quantize: QuantizeOption = None,
 ) -> None:
     """Serve models over HTTP: OpenNMT-py's API at /translator, a web page at /.

@@ -414,9 +414,15 @@ class DecodeConfig:
     top_p: float = 1.0
     seed: int = 0
     max_src_len: int = 250
+    no_repeat_ngram: int = 0  # n > 0: no translation repeats an n-gram (0: off)
 
     def __post_init__(self) -> None:
         _positive(self, "batch_size", "beam", "nbest", "temperature", "max_src_len")
+        _require(
+            self.no_repeat_ngram >= 0,
+            "no_repeat_ngram",
+            f"must be >= 0 (0: no blocking), got {self.no_repeat_ngram}",
+        )
         _require(self.max_len_ratio > 0, "max_len_ratio", "must be positive")
         _require(self.max_len_extra >= 0, "max_len_extra", "must be >= 0")
         _require(self.alpha >= 0, "alpha", f"must be >= 0, got {self.alpha}")

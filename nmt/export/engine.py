@@ -121,6 +121,7 @@ class CTranslate2Translator:
             max_input_length=0,  # translate_lines has cut sources at decode.max_src_len
             return_end_token=True,
             return_scores=True,
+            no_repeat_ngram_size=self.decode.no_repeat_ngram,
         )
 
     def _hypotheses(self, output: Any) -> list[Hypothesis]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
+from nmt.search.blocking import repeated_ngrams
 from nmt.search.hypothesis import (
     Hypothesis,
     SearchModel,
@@ -67,8 +68,10 @@ def beam_search(
     beam: int,
     alpha: float,
     nbest: int = 1,
+    no_repeat_ngram: int = 0,
 ) -> list[list[Hypothesis]]:
-    """The `nbest` best hypotheses of every sentence, best first by normalised score."""
+    """The `nbest` best hypotheses of every sentence, best first by normalised score.
+    `no_repeat_ngram` n > 0: no hypothesis repeats an n-gram (nmt/search/blocking.py)."""
     batch, device = src.size(0), src.device
     limits = limits.to(device)
     first_row = torch.arange(batch, device=device)[:, None] * beam  # [B, 1]
@@ -84,10 +87,16 @@ def beam_search(
         logits, state, weights = model.step(state, prev)  # [N, V], weights [N, H, S]
         logits = logits.float()
         width = min(beam, logits.size(1))
+        log_norm = logits.logsumexp(1, keepdim=True)  # of every token, banned ones included
+        if no_repeat_ngram and t:
+            banned = repeated_ngrams(
+                history.index_select(0, alive), no_repeat_ngram, logits.size(1)
+            )
+            logits = logits.masked_fill(banned, float("-inf"))
         # each live row's best W: normalising shifts a row by one constant, so the best
         # logits are the best extensions, and only those W are normalised and extended
         row_best, row_token = logits.topk(width, dim=1)  # [N, W]
-        row_best = (row_best - logits.logsumexp(1, keepdim=True)) + live.view(-1)[alive, None]
+        row_best = (row_best - log_norm) + live.view(-1)[alive, None]
         proposals = row_best.new_full((batch * beam, width), float("-inf"))
         proposals[alive] = row_best
         tokens = row_token.new_zeros(batch * beam, width)

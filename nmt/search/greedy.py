@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import torch
 
+from nmt.search.blocking import repeated_ngrams
 from nmt.search.hypothesis import Hypothesis, SearchModel, hypotheses_from_rows, log_probabilities
 
 Choose = Callable[[torch.Tensor], torch.Tensor]  # log-probabilities [B, V] -> tokens [B]
@@ -20,10 +21,18 @@ def greedy_search(
     bos_id: int,
     eos_id: int,
     limits: torch.Tensor,
+    no_repeat_ngram: int = 0,
 ) -> list[Hypothesis]:
     """Batched argmax decoding; each sentence stops at eos or at its own length limit."""
     return step_by_step_search(
-        model, src, src_lengths, bos_id, eos_id, limits, lambda log_probs: log_probs.argmax(-1)
+        model,
+        src,
+        src_lengths,
+        bos_id,
+        eos_id,
+        limits,
+        lambda log_probs: log_probs.argmax(-1),
+        no_repeat_ngram=no_repeat_ngram,
     )
 
 
@@ -37,12 +46,14 @@ def step_by_step_search(
     limits: torch.Tensor,
     choose: Choose,
     copies: int = 1,
+    no_repeat_ngram: int = 0,
 ) -> list[Hypothesis]:
     """Extends each row by the token `choose` picks, until eos or the row's limit.
 
     `copies` rows decode each sentence (several samples of it); the result is sentence-major,
-    copies of one sentence side by side. Scores are the model's own log-probabilities of the
-    tokens picked, whatever `choose` did to pick them.
+    copies of one sentence side by side. `no_repeat_ngram` n > 0: `choose` never sees a token
+    that would repeat an n-gram of its row (nmt/search/blocking.py). Scores are the model's
+    own log-probabilities of the tokens picked, whatever `choose` did to pick them.
     """
     device = src.device
     state = model.init_state(model.encode(src, src_lengths))
@@ -58,7 +69,12 @@ def step_by_step_search(
     for t in range(int(limits.max())):
         logits, state, weight = model.step(state, prev)  # only the active rows run
         log_probs = log_probabilities(logits)  # [A, V]
-        chosen = choose(log_probs)
+        allowed = log_probs
+        if no_repeat_ngram and tokens:
+            history = torch.stack(tokens, 1).index_select(0, active)  # [A, t]
+            banned = repeated_ngrams(history, no_repeat_ngram, log_probs.size(1))
+            allowed = log_probs.masked_fill(banned, float("-inf"))
+        chosen = choose(allowed)
         scores[active] += log_probs.gather(1, chosen[:, None]).squeeze(1)
         # finished rows read eos and zero attention from here on; their hypotheses end before
         tokens.append(chosen.new_full((rows,), eos_id).index_copy_(0, active, chosen))

@@ -50,8 +50,11 @@ def sample_search(
     top_k: int = 0,
     top_p: float = 1.0,
     generator: torch.Generator | None = None,
+    no_repeat_ngram: int = 0,
 ) -> list[list[Hypothesis]]:
     """`samples` independent draws per sentence; the same generator state gives the same draws."""
     draw = sampler(temperature, top_k, top_p, generator)
-    rows = step_by_step_search(model, src, src_lengths, bos_id, eos_id, limits, draw, samples)
+    rows = step_by_step_search(
+        model, src, src_lengths, bos_id, eos_id, limits, draw, samples, no_repeat_ngram
+    )
     return [rows[start : start + samples] for start in range(0, len(rows), samples)]

@@ -63,6 +63,7 @@ class ServedModel:
                 "alpha": decode.alpha,
                 "sample": decode.sample,
                 "max_src_len": decode.max_src_len,
+                "no_repeat_ngram": decode.no_repeat_ngram,
             },
         }
 
@@ -85,11 +86,11 @@ def load_models(
     specs: Sequence[str],
     device: str | torch.device = "auto",
     quantize: str | None = None,
-    max_src_len: int | None = None,
+    **decode: Any,
 ) -> dict[str, ServedModel]:
     """Loads every checkpoint (as `nmt translate` does, `quantize` "int8" as with
-    `--quantize int8`, `max_src_len` as with `--max-src-len`) under its id; ids must be
-    unique."""
+    `--quantize int8`, `decode` replacing its decode settings as `--max-src-len` and
+    `--no-repeat-ngram` do) under its id; ids must be unique."""
     parsed = [parse_spec(spec) for spec in specs]
     for _, path in parsed:  # every name is checked before the slow loading starts
         if not path.is_file():
@@ -97,7 +98,6 @@ def load_models(
     models: dict[str, ServedModel] = {}
     sources: dict[str, Path] = {}
     for model_id, path in parsed:
-        decode = {"max_src_len": max_src_len} if max_src_len else {}
         # one decoding worker per batch: the server runs its batches side by side itself
         translator = Translator.load(path, device, quantize=quantize, workers=1, **decode)
         model_id = model_id or translator.config.name

@@ -220,10 +220,11 @@ def serve(
     limits: Limits = Limits(),
     workers: int | None = None,
     quantize: str | None = None,
-    max_src_len: int | None = None,
+    decode: dict | None = None,
 ) -> None:
-    """Loads the checkpoints (`quantize` "int8": as int8 models; `max_src_len`: their
-    decode.max_src_len instead), binds host:port, and serves until SIGTERM or Ctrl-C.
+    """Loads the checkpoints (`quantize` "int8": as int8 models; `decode`: settings that
+    replace their decode sections', e.g. max_src_len), binds host:port, and serves until
+    SIGTERM or Ctrl-C.
 
     SIGTERM stops accepting connections, finishes the requests in flight, and returns
     (the command exits 0).
@@ -232,7 +233,7 @@ def serve(
 
     listener = _bind(host, port)  # before loading: a busy port fails at once
     try:
-        models = load_models(specs, quantize=quantize, max_src_len=max_src_len)
+        models = load_models(specs, quantize=quantize, **(decode or {}))
     except BaseException:
         listener.close()
         raise

@@ -181,6 +181,7 @@ class Translator:
         nbest: int | None = None,
         sample: bool | None = None,
         max_src_len: int | None = None,
+        no_repeat_ngram: int | None = None,
         alignments: bool = False,
         attention: bool = False,
         batch_size: int | None = None,
@@ -189,7 +190,14 @@ class Translator:
         order). Options not given are the translator's decode settings; `alignments` and
         `attention` add each candidate's word alignment and attention map."""
         single = isinstance(sentences, str)
-        options = dict(beam=beam, alpha=alpha, nbest=nbest, sample=sample, max_src_len=max_src_len)
+        options = dict(
+            beam=beam,
+            alpha=alpha,
+            nbest=nbest,
+            sample=sample,
+            max_src_len=max_src_len,
+            no_repeat_ngram=no_repeat_ngram,
+        )
         call = next(self._calls)
         translations = translate_lines(
             [sentences] if single else _sentences(sentences),
@@ -214,6 +222,7 @@ class Translator:
         lengths = torch.tensor([len(ids) for ids in src_ids])
         limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra)
         common = (self.model, src, lengths, tgt.bos_id, tgt.eos_id, limits)
+        blocking = {"no_repeat_ngram": decode.no_repeat_ngram}
         if decode.sample:
             call, batch = draw
             seed = (decode.seed * _PRIME + call) * _PRIME + batch
@@ -225,10 +234,11 @@ class Translator:
                 decode.top_k,
                 decode.top_p,
                 generator,
+                **blocking,
             )
         if decode.beam == 1:
-            return [[hypothesis] for hypothesis in greedy_search(*common)]
-        return beam_search(*common, decode.beam, decode.alpha, decode.nbest)
+            return [[hypothesis] for hypothesis in greedy_search(*common, **blocking)]
+        return beam_search(*common, decode.beam, decode.alpha, decode.nbest, **blocking)
 
 
 def translate_lines(

@@ -233,9 +233,11 @@ def test_too_many_sentences_name_the_limit_and_do_not_echo_the_request(server):
     }
 
 
-def test_max_src_len_replaces_every_served_models_limit(checkpoints):
-    models = load_models([str(checkpoints["demo"]), f"b={checkpoints['other']}"], max_src_len=7)
+def test_decode_options_replace_every_served_models_settings(checkpoints):
+    specs = [str(checkpoints["demo"]), f"b={checkpoints['other']}"]
+    models = load_models(specs, max_src_len=7, no_repeat_ngram=2)
     assert [model.translator.decode.max_src_len for model in models.values()] == [7, 7]
+    assert models["b"].describe()["decode"]["no_repeat_ngram"] == 2
     (cut,) = models["b"].translator.translate(["the dog sees the cat because we sleep . " * 4])
     assert cut.truncated and len(cut.src_ids) == 7
 
