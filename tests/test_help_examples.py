@@ -15,7 +15,7 @@ from nmt.cli import app
 
 # The commands whose examples run here, in an order that makes what the next ones read (the
 # export before translating with it); training and serving are tested elsewhere.
-COMMANDS = ("export", "translate", "eval", "average", "plot")
+COMMANDS = ("export", "translate", "eval", "score", "average", "plot")
 
 
 def examples(command: str) -> list[str]:

@@ -207,3 +207,52 @@ def test_no_repeat_ngram_from_the_command_line_and_the_api(checkpoint, tmp_path)
     assert scored.exit_code == 0 and "bleu" in json.loads(scored.stdout)
     refused = CliRunner().invoke(app, ["translate", *options[:2], "--no-repeat-ngram", "-1"])
     assert refused.exit_code == 2
+
+
+def test_nmt_score_gives_back_the_score_of_a_models_own_translation(demo_transformer, tmp_path):
+    """The trained demo Transformer's greedy translations, scored again: the forced score
+    equals the search's for every translation that ended with eos and whose text re-encodes
+    to the same subwords."""
+    checkpoint = demo_transformer / "best.pt"
+    translator = Translator.load(checkpoint, beam=1)
+    sources = [en for en, _ in generate_pairs(16, seed=8)] + [""]
+    translations = translator.translate(sources)
+    (tmp_path / "src").write_text("".join(line + "\n" for line in sources))
+    (tmp_path / "tgt").write_text("".join(t.text + "\n" for t in translations))
+    result = CliRunner().invoke(
+        app,
+        ["score", "--checkpoint", str(checkpoint), "--src", str(tmp_path / "src")]
+        + ["--tgt", str(tmp_path / "tgt"), "--json"],
+    )
+    assert result.exit_code == 0, result.output
+    scored = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(scored) == len(sources) and scored[-1]["total"] is None  # the blank source
+    compared = 0
+    for translation, pair in zip(translations[:-1], scored, strict=False):
+        best = translation.hypotheses[0]
+        ended = best.attention.size(0) > len(best.tokens)
+        if ended and translator.tokenizer.tgt.encode([translation.text])[0] == best.tokens:
+            assert pair["total"] == pytest.approx(best.score, abs=1e-4)
+            assert pair["tokens"][-1] == "</s>" and len(pair["log_probs"]) == len(pair["tokens"])
+            compared += 1
+    assert compared >= 12
+    plain = CliRunner().invoke(
+        app,
+        ["score", "--checkpoint", str(checkpoint), "--src", str(tmp_path / "src")]
+        + ["--tgt", str(tmp_path / "tgt")],
+    )
+    total, mean = plain.stdout.splitlines()[0].split("\t")
+    assert float(total) == pytest.approx(scored[0]["total"], abs=1e-4)
+    assert float(mean) == pytest.approx(scored[0]["mean"], abs=1e-4)
+    assert plain.stdout.splitlines()[-1] == ""
+
+
+def test_nmt_score_refuses_files_that_do_not_align(checkpoint, tmp_path):
+    (tmp_path / "src").write_text("a dog.\nthe cat.\n")
+    (tmp_path / "tgt").write_text("ein Hund.\n")
+    result = CliRunner().invoke(
+        app,
+        ["score", "--checkpoint", str(checkpoint), "--src", str(tmp_path / "src")]
+        + ["--tgt", str(tmp_path / "tgt")],
+    )
+    assert result.exit_code == 2 and "has 2 lines but --tgt" in result.output

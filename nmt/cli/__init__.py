@@ -19,6 +19,7 @@ app = typer.Typer(
 app.command()(training.train)
 app.command()(decoding.translate)
 app.command(name="eval")(decoding.evaluate)
+app.command()(decoding.score)
 app.command()(training.average)
 app.command()(training.plot)
 app.command()(decoding.serve)

@@ -1,4 +1,4 @@
-"""The commands that decode: `nmt translate`, `nmt eval`, `nmt serve`."""
+"""The commands that decode: `nmt translate`, `nmt eval`, `nmt score`, `nmt serve`."""
 
 from __future__ import annotations
 
@@ -374,6 +374,70 @@ def _check_eval_options(
             "--src and --ref give the test set, so --set (which amends the checkpoint's config "
             "to find --split) does not apply. Drop it."
         )
+
+
+def score(
+    checkpoint: Annotated[
+        list[Path],
+        typer.Option(
+            metavar="FILE",
+            help="A .pt file written by nmt train; repeat it to score with an ensemble.",
+        ),
+    ],
+    src: Annotated[Path, typer.Option(metavar="FILE", help="Source sentences, one a line.")],
+    tgt: Annotated[
+        Path, typer.Option(metavar="FILE", help="Their translations to score, one a line.")
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Where scores go (default: stdout)."),
+    ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="One JSON object a line, with every token's log-probability."),
+    ] = False,
+    batch_size: BatchSizeOption = None,
+    max_src_len: MaxSrcLenOption = None,
+    workers: WorkersOption = None,
+) -> None:
+    """Score given translations: the model's log-probability of each target line given its
+    source line, for filtering a corpus or reranking.
+
+    One line per pair: the total log-probability (eos included) and the mean per token, tab
+    separated; with --json an object with total, mean, tokens and log_probs. A blank source
+    line gives a blank line (null with --json). Repeated --checkpoint scores with the
+    ensemble, as nmt translate combines it.
+
+    \b
+    Examples:
+      nmt score --checkpoint runs/demo/best.pt --src test.en --tgt test.de
+      nmt score --checkpoint runs/demo/best.pt --src test.en --tgt runs/demo/test.hyp --json
+    """
+
+    def action() -> None:
+        from nmt.data.splits import read_lines
+        from nmt.translate.translator import Translator
+
+        check_output_dir(output)
+        sources, targets = read_lines(src), read_lines(tgt)
+        if len(sources) != len(targets):
+            raise UserError(
+                f"--src {src} has {len(sources)} lines but --tgt {tgt} has {len(targets)}; "
+                "they must align line by line."
+            )
+        settings = given(max_src_len=max_src_len)
+        translator = Translator.load(checkpoint, workers=workers, **settings)
+        scores = translator.score(sources, targets, batch_size)
+        with output_stream(output) as sink:
+            for pair in scores:
+                if as_json:
+                    fields = {"total": pair.total, "mean": pair.mean, "tokens": pair.tokens}
+                    line = json.dumps({**fields, "log_probs": pair.log_probs}, ensure_ascii=False)
+                else:
+                    line = "" if pair.total is None else f"{pair.total:.4f}\t{pair.mean:.4f}"
+                sink.write(line + "\n")
+
+    guarded(action)
 
 
 def serve(

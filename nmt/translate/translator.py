@@ -26,6 +26,7 @@ from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.model.device import resolve_device
 from nmt.search import Ensemble, Hypothesis, beam_search, greedy_search, max_lengths, sample_search
+from nmt.search.forced import forced_log_probs
 from nmt.translate.alignment import hypothesis_alignment, step_labels
 from nmt.translate.parallel import available_cores, parallel_map
 from nmt.translate.quantize import quantize as quantize_model
@@ -90,6 +91,20 @@ class Translation:
     @property
     def hypotheses(self) -> list[Hypothesis]:
         return [candidate.hypothesis for candidate in self.nbest]
+
+
+@dataclass(frozen=True)
+class PairScore:
+    """How likely the model finds a given translation of a source (forced decoding)."""
+
+    total: float | None  # the sum of the token log-probabilities, eos included; None: blank source
+    tokens: list[str]  # the target's subwords, then '</s>'
+    log_probs: list[float]  # one per token
+
+    @property
+    def mean(self) -> float | None:
+        """The log-probability per token: comparable across lengths, e.g. to filter data."""
+        return None if self.total is None else self.total / len(self.tokens)
 
 
 # source ids, decode settings, the batch's number in its call -> each source's hypotheses
@@ -210,6 +225,38 @@ class Translator:
             self.workers,
         )
         return translations[0] if single else translations
+
+    def score(
+        self, sources: Sequence[str], targets: Sequence[str], batch_size: int | None = None
+    ) -> list[PairScore]:
+        """The model's log-probability of each target given its source, token by token, as
+        search computes it (an ensemble's combination included). Sources are cut at
+        decode.max_src_len subwords as for translation; a blank source gets no score."""
+        sources, targets = _sentences(sources), _sentences(targets)
+        if len(sources) != len(targets):
+            raise UserError(
+                f"score needs one target per source, got {len(sources)} sources and "
+                f"{len(targets)} targets."
+            )
+        src_ids = _truncated(self.tokenizer.src.encode(sources), self.decode.max_src_len)
+        tgt = self.tokenizer.tgt
+        tgt_ids = [ids + [tgt.eos_id] for ids in tgt.encode(targets)]
+        results = [PairScore(None, tgt.pieces(ids), []) for ids in tgt_ids]
+        order = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
+        size = batch_size or self.decode.batch_size
+        chunks = [order[start : start + size] for start in range(0, len(order), size)]
+
+        def forced(chunk: list[int]) -> list[list[float]]:
+            src = pad([src_ids[i] for i in chunk], self.tokenizer.src.pad_id).to(self.device)
+            lengths = torch.tensor([len(src_ids[i]) for i in chunk])
+            targets = pad([tgt_ids[i] for i in chunk], tgt.pad_id).to(self.device)
+            found = forced_log_probs(self.model, src, lengths, targets, tgt.bos_id).tolist()
+            return [row[: len(tgt_ids[i])] for row, i in zip(found, chunk, strict=True)]
+
+        for chunk, found in zip(chunks, parallel_map(forced, chunks, self.workers), strict=True):
+            for index, log_probs in zip(chunk, found, strict=True):
+                results[index] = PairScore(sum(log_probs), results[index].tokens, log_probs)
+        return results
 
     def _search(
         self, src_ids: list[list[int]], decode: DecodeConfig, draw: tuple[int, int]
