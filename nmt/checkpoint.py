@@ -123,8 +123,15 @@ def checkpoint_payload(
     }
 
 
+def translation_weights(payload: dict) -> dict:
+    """The weights to translate with: the moving average where last.pt keeps one beside the
+    raw weights it resumes from (train.ema_decay), else the only ones."""
+    return payload.get("ema", payload["model"])
+
+
 def restore_model(payload: dict, path: Path) -> tuple[Seq2Seq, Tokenizer, Experiment]:
-    """Rebuilds the model and tokenizer from a checkpoint alone, in eval mode."""
+    """Rebuilds the model and tokenizer from a checkpoint alone, in eval mode, with the
+    weights to translate with."""
     try:
         config = checkpoint_config(payload["config"])
     except ConfigError as error:
@@ -138,7 +145,7 @@ def restore_model(payload: dict, path: Path) -> tuple[Seq2Seq, Tokenizer, Experi
         raise _corrupt(path, f"its tokenizer cannot be read: {_first_line(error)}") from None
     model = build_model(config.model, tokenizer.src, tokenizer.tgt)
     try:
-        model.load_state_dict(payload["model"])
+        model.load_state_dict(translation_weights(payload))
     except RuntimeError as error:
         # the first line only says "Error(s) in loading state_dict"; the next names a tensor
         first = next(

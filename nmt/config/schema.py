@@ -363,6 +363,7 @@ class TrainConfig:
     valid_max_sentences: int | None = None
     threads: int | None = None
     max_bad_steps: int = 10
+    ema_decay: float | None = None  # e.g. 0.999: validate, keep and test a moving average
 
     def __post_init__(self) -> None:
         _positive(self, "max_steps", "batch_tokens", "log_every", "valid_every", "max_bad_steps")
@@ -372,6 +373,11 @@ class TrainConfig:
         _require(self.clip_norm >= 0, "clip_norm", "must be >= 0 (0 turns clipping off)")
         _probability(self, "label_smoothing")
         _require(self.threads is None or self.threads > 0, "threads", "must be positive")
+        _require(
+            self.ema_decay is None or 0 < self.ema_decay < 1,
+            "ema_decay",
+            f"must be in (0, 1), e.g. 0.999, or null for no average; got {self.ema_decay}",
+        )
         _require(
             self.valid_max_sentences is None or self.valid_max_sentences > 0,
             "valid_max_sentences",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nmt.checkpoint import load_checkpoint, restore_model, save_checkpoint
+from nmt.checkpoint import load_checkpoint, restore_model, save_checkpoint, translation_weights
 from nmt.config import config_differences
 from nmt.errors import UserError
 from nmt.train.resume import RESUMABLE_KEYS
@@ -33,9 +33,10 @@ def average_checkpoints(paths: list[Path], output: Path) -> dict:
                 f"cannot average {path} with {reference_path}: their tokenizers differ."
             )
     averaged = {}
-    for name, tensor in reference["model"].items():
+    weights = [translation_weights(payload) for payload in payloads]
+    for name, tensor in translation_weights(reference).items():
         if tensor.is_floating_point():
-            total = sum(payload["model"][name].double() for payload in payloads)
+            total = sum(found[name].double() for found in weights)
             averaged[name] = (total / len(payloads)).to(tensor.dtype)
         else:
             averaged[name] = tensor.clone()

@@ -46,9 +46,17 @@ def judge(record: dict, progress: Progress, train: TrainConfig) -> bool:
 class CheckpointKeeper:
     """Writes one run's checkpoints of one model into its run directory."""
 
-    def __init__(self, run_dir: Path, model: Seq2Seq, config: Experiment, tokenizer: Tokenizer):
+    def __init__(
+        self,
+        run_dir: Path,
+        model: Seq2Seq,
+        config: Experiment,
+        tokenizer: Tokenizer,
+        averaged: Seq2Seq | None = None,
+    ):
         self.run_dir = run_dir
         self.model = model
+        self.averaged = averaged  # the moving average of the weights (train.ema_decay)
         self.config = config
         self.tokenizer = tokenizer
 
@@ -63,11 +71,18 @@ class CheckpointKeeper:
                 old.unlink(missing_ok=True)
 
     def save_last(self, step: int, metrics: dict | None, training: dict) -> None:
-        """last.pt: the weights plus `training`, everything resuming needs."""
-        self.save("last.pt", step, metrics or {"step": step}, training)
+        """last.pt: the weights plus `training`, everything resuming needs; with a moving
+        average, the raw weights to resume from and the average ("ema") to translate with."""
+        payload = checkpoint_payload(
+            self.model, self.config, self.tokenizer, step, metrics or {"step": step}
+        )
+        payload["training"] = training
+        if self.averaged is not None:
+            payload["ema"] = self.averaged.state_dict()
+        save_checkpoint(self.run_dir / "last.pt", payload)
 
-    def save(self, name: str, step: int, metrics: dict, training: dict | None = None) -> None:
-        payload = checkpoint_payload(self.model, self.config, self.tokenizer, step, metrics)
-        if training is not None:
-            payload["training"] = training
+    def save(self, name: str, step: int, metrics: dict) -> None:
+        """A checkpoint to translate with: the moving average where one is kept."""
+        model = self.averaged if self.averaged is not None else self.model
+        payload = checkpoint_payload(model, self.config, self.tokenizer, step, metrics)
         save_checkpoint(self.run_dir / name, payload)

@@ -25,6 +25,7 @@ from nmt.errors import UserError
 from nmt.model.normalisers import annealed_temperature, set_hard_temperature
 from nmt.model.seq2seq import Seq2Seq
 from nmt.train.distributed import Ranks
+from nmt.train.ema import WeightAverage
 from nmt.train.keeper import CheckpointKeeper
 from nmt.train.optim import build_optimizer, lr_at, set_lr
 from nmt.train.precision import Precision
@@ -61,8 +62,13 @@ class Trainer:
         self.model = model.to(self.device)  # what is saved: never the DDP wrapper
         self.network = self.ranks.wrap(self.model, self.device)  # what computes gradients
         self.optimizer = build_optimizer(self.model.parameters(), config.train)
-        self.validator = Validator(self.model, corpus, config, self.precision, self.device)
-        self.keeper = CheckpointKeeper(run_dir, self.model, config, corpus.tokenizer)
+        decay = config.train.ema_decay
+        # one moving average, on the process that validates and saves
+        self.ema = WeightAverage(self.model, decay) if decay and self.ranks.is_main else None
+        averaged = self.ema.model if self.ema is not None else None
+        evaluated = averaged or self.model
+        self.validator = Validator(evaluated, corpus, config, self.precision, self.device)
+        self.keeper = CheckpointKeeper(run_dir, self.model, config, corpus.tokenizer, averaged)
         self.progress = Progress()
         self.window = LossWindow()
         self.stop = StopRequest()
@@ -160,6 +166,8 @@ class Trainer:
             return None
         scaler.step(self.optimizer)
         scaler.update()
+        if self.ema is not None:
+            self.ema.update(self.model)
         return total, tokens, all_tokens
 
     def validate(self) -> None:
@@ -212,12 +220,17 @@ class Trainer:
             "rng": generators,
             "metrics_lines": self.report.lines,
             "world": self.ranks.world,
+            "ema_updates": self.ema.updates if self.ema is not None else 0,
         }
 
     def restore(self, payload: dict) -> None:
         """Continues from last.pt: weights, optimizer, scaler, progress, loss window, RNG."""
         training = payload["training"]
         self.model.load_state_dict(payload["model"])
+        if self.ema is not None:
+            self.ema.load_state_dict(
+                {"weights": payload["ema"], "updates": training["ema_updates"]}
+            )
         self.optimizer.load_state_dict(training["optimizer"])
         self.precision.scaler.load_state_dict(training["scaler"])
         self.progress = Progress(**training["progress"])

@@ -25,9 +25,11 @@ def test_ranks_take_distinct_batches_and_as_many_each():
 
 def test_two_processes_under_torchrun_write_one_set_of_outputs(tmp_path, corpus_dir):
     """Also: 2 ranks x 1 batch per update == 1 process accumulating the same 2 batches
-    (rank r takes batches r, r + 2, ...; the loss is a mean over both ranks' tokens)."""
+    (rank r takes batches r, r + 2, ...; the loss is a mean over both ranks' tokens), and
+    the one moving average of the weights rank 0 keeps equals that process's."""
     extra = [
         "train.max_steps=4",
+        "train.ema_decay=0.9",
         "train.valid_every=2",
         "model.encoder.dropout=0",
         "model.decoder.dropout=0",
@@ -71,5 +73,6 @@ def test_two_processes_under_torchrun_write_one_set_of_outputs(tmp_path, corpus_
     config = tiny_experiment(corpus_dir, *extra, "train.accum_steps=2")
     train_experiment(config, tmp_path / "one")
     alone = load_checkpoint(tmp_path / "one" / "last.pt")
-    for name, tensor in last["model"].items():
-        assert torch.allclose(tensor, alone["model"][name], atol=1e-5), name
+    for weights in ("model", "ema"):
+        for name, tensor in last[weights].items():
+            assert torch.allclose(tensor, alone[weights][name], atol=1e-5), (weights, name)
