@@ -112,6 +112,23 @@ def translate(
             "--alignments and --attention-plots show (default: the last).",
         ),
     ] = None,
+    constraints: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help='One JSON object per input line, {"include": [phrases], "exclude": '
+            "[phrases]}: phrases each translation must hold, and must not (a blank line: "
+            "none). Included phrases take beam search.",
+        ),
+    ] = None,
+    prefix: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="One line per input line: the text its translation starts with (a blank "
+            "line: none); the search continues from it.",
+        ),
+    ] = None,
 ) -> None:
     """Translate text with a checkpoint: one output line per input line, in input order.
 
@@ -125,10 +142,12 @@ def translate(
       nmt translate --checkpoint runs/demo/best.pt --beam 1 --alignments --input test.en
       nmt translate --checkpoint runs/demo/best.pt --quantize int8 --input test.en
       nmt translate --engine ctranslate2 --model exported/demo_transformer --input test.en
+      nmt translate --checkpoint runs/demo/best.pt --input test.en --constraints terms.jsonl
     """
 
     def action() -> None:
         from nmt.data.splits import read_lines
+        from nmt.translate.constraints import read_constraints
         from nmt.translate.lines import line_batches, write_translations
 
         _check_engine_options(
@@ -136,6 +155,11 @@ def translate(
         )
         check_output_dir(output)
         batches = [read_lines(input)] if input else None
+        terms = read_constraints(constraints) if constraints else None
+        if prefix is not None:
+            prefixes = [line.strip() or None for line in read_lines(prefix)]
+        else:
+            prefixes = None
         settings = given(
             batch_size=batch_size,
             beam=beam,
@@ -170,6 +194,8 @@ def translate(
                 sink,
                 alignments=alignments,
                 plot_dir=attention_plots,
+                constraints=terms,
+                prefixes=prefixes,
             )
 
     guarded(action)

@@ -421,9 +421,12 @@ class DecodeConfig:
     seed: int = 0
     max_src_len: int = 250
     no_repeat_ngram: int = 0  # n > 0: no translation repeats an n-gram (0: off)
+    max_constraints: int = 16  # phrases one sentence may include or exclude (search cost)
 
     def __post_init__(self) -> None:
-        _positive(self, "batch_size", "beam", "nbest", "temperature", "max_src_len")
+        _positive(
+            self, "batch_size", "beam", "nbest", "temperature", "max_src_len", "max_constraints"
+        )
         _require(
             self.no_repeat_ngram >= 0,
             "no_repeat_ngram",

@@ -44,6 +44,7 @@ from nmt.data.tokenizer import Tokenizer, Vocab
 from nmt.errors import UserError
 from nmt.export.converter import CONFIG_FILE, import_ctranslate2
 from nmt.search import Hypothesis, max_lengths
+from nmt.search.constraints import Constraints
 from nmt.translate.parallel import available_cores
 from nmt.translate.quantize import SCHEMES
 from nmt.translate.translator import Translation, translate_lines
@@ -77,26 +78,48 @@ class CTranslate2Translator:
         alignments: bool = False,
         attention: bool = False,
         batch_size: int | None = None,
+        constraints: Sequence[object] | None = None,
+        prefix: Sequence[str | None] | None = None,
     ) -> list[Translation]:
-        """Translates every line; a blank line gives a blank translation, in input order."""
+        """Translates every line; a blank line gives a blank translation, in input order.
+        `prefix`: one per line (None: none), as CTranslate2's target_prefix."""
         if alignments or attention:
             raise UserError(
                 "CTranslate2 reports no attention here, so alignments and attention maps need "
                 "the checkpoint the model was exported from."
             )
+        if constraints and any(constraints):
+            raise UserError(
+                "CTranslate2 decodes no lexical constraints; translate with --constraints "
+                "from the --checkpoint the model was exported from."
+            )
         return translate_lines(
-            lines, self.tokenizer, self.decode, self._search, batch_size, workers=self.workers
+            lines,
+            self.tokenizer,
+            self.decode,
+            self._search,
+            batch_size,
+            workers=self.workers,
+            prefixes=prefix,
         )
 
     def _search(
-        self, src_ids: list[list[int]], decode: DecodeConfig, batch: int = 0
+        self,
+        src_ids: list[list[int]],
+        decode: DecodeConfig,
+        batch: int = 0,
+        constraints: Sequence[Constraints | None] | None = None,
     ) -> list[list[Hypothesis]]:
         lengths = torch.tensor([len(ids) for ids in src_ids])
         limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra)
         limits = limits.tolist()
+        prefixes = [
+            self.tokenizer.tgt.pieces(c.prefix) if c and c.prefix else None
+            for c in constraints or [None] * len(src_ids)
+        ]
         results: list[list[Hypothesis]] = [[] for _ in src_ids]
         overran = []
-        for i, output in enumerate(self._translate_batch(src_ids, max(limits))):
+        for i, output in enumerate(self._translate_batch(src_ids, max(limits), prefixes)):
             if max(len(pieces) for pieces in output.hypotheses) > limits[i]:
                 overran.append(i)
             else:
@@ -104,15 +127,20 @@ class CTranslate2Translator:
         overran.sort(key=limits.__getitem__)
         for limit, group in itertools.groupby(overran, key=limits.__getitem__):
             group = list(group)
-            outputs = self._translate_batch([src_ids[i] for i in group], limit)
+            outputs = self._translate_batch(
+                [src_ids[i] for i in group], limit, [prefixes[i] for i in group]
+            )
             for i, output in zip(group, outputs, strict=True):
                 results[i] = self._hypotheses(output)
         return results
 
-    def _translate_batch(self, src_ids: list[list[int]], limit: int) -> list[Any]:
+    def _translate_batch(
+        self, src_ids: list[list[int]], limit: int, prefixes: list[list[str] | None]
+    ) -> list[Any]:
         beam, alpha = self.decode.beam, self.decode.alpha
         return self.model.translate_batch(
             [self.tokenizer.src.pieces(ids) for ids in src_ids],
+            target_prefix=prefixes if any(prefixes) else None,
             beam_size=beam,
             num_hypotheses=beam,  # every finished hypothesis, to rank by our penalty
             length_penalty=alpha if beam > 1 else 0.0,

@@ -18,11 +18,13 @@ sentence keeps the best `beam` of those, which is exactly the best `beam` of all
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
 from nmt.search.blocking import repeated_ngrams
+from nmt.search.constraints import Constraints, Guide, Progress, satisfies
 from nmt.search.hypothesis import (
     Hypothesis,
     SearchModel,
@@ -69,11 +71,21 @@ def beam_search(
     alpha: float,
     nbest: int = 1,
     no_repeat_ngram: int = 0,
+    constraints: Sequence[Constraints | None] | None = None,
 ) -> list[list[Hypothesis]]:
     """The `nbest` best hypotheses of every sentence, best first by normalised score.
-    `no_repeat_ngram` n > 0: no hypothesis repeats an n-gram (nmt/search/blocking.py)."""
+    `no_repeat_ngram` n > 0: no hypothesis repeats an n-gram (nmt/search/blocking.py).
+    `constraints`: one per sentence (nmt/search/constraints.py); the hypotheses that meet
+    theirs rank first."""
     batch, device = src.size(0), src.device
     limits = limits.to(device)
+    guide = Guide(constraints, limits) if constraints and any(constraints) else None
+    # each row's progress through its sentence's included phrases, for dynamic beam allocation
+    progress = (
+        [guide.start(row // beam) for row in range(batch * beam)]
+        if guide is not None and guide.includes
+        else None
+    )
     first_row = torch.arange(batch, device=device)[:, None] * beam  # [B, 1]
     state = model.init_state(model.encode(src, src_lengths))
     alive = torch.arange(batch, device=device) * beam  # the rows of [B * K] the state holds
@@ -88,10 +100,13 @@ def beam_search(
         logits = logits.float()
         width = min(beam, logits.size(1))
         log_norm = logits.logsumexp(1, keepdim=True)  # of every token, banned ones included
+        banned = _banned(guide, progress, t, alive, beam, history, logits.size(1), eos_id)
         if no_repeat_ngram and t:
-            banned = repeated_ngrams(
+            repeats = repeated_ngrams(
                 history.index_select(0, alive), no_repeat_ngram, logits.size(1)
             )
+            banned = repeats if banned is None else banned | repeats
+        if banned is not None:
             logits = logits.masked_fill(banned, float("-inf"))
         # each live row's best W: normalising shifts a row by one constant, so the best
         # logits are the best extensions, and only those W are normalised and extended
@@ -107,6 +122,20 @@ def beam_search(
         rows = (first_row + top_index // width).view(-1)  # [B * K] the row each one extends
         compact = alive.new_zeros(batch * beam)  # [B * K] row -> its state row, where alive
         compact[alive] = torch.arange(alive.numel(), device=device)
+        if progress is not None:
+            free = beam - (pool.count if pool is not None else torch.zeros_like(first_row[:, 0]))
+
+            kept = guide.select(
+                beam,
+                free.tolist(),
+                proposals.view(batch, -1),
+                tokens.view(batch, -1),
+                progress,
+                (logits, log_norm[:, 0], compact, live.view(-1)),
+            )
+            top_scores, token, rows, progress = _allocated(
+                kept, top_scores, token, rows, progress, guide, beam
+            )
         history = torch.cat([history.index_select(0, rows), token.view(-1, 1)], 1)
         step_attention = weights.index_select(0, compact[rows])[:, None]  # [B * K, 1, H, S]
         if pool is None:  # the first step tells the attention's shape
@@ -125,7 +154,7 @@ def beam_search(
         if alive.numel() == 0:
             break
         state, prev = state.select(compact[rows[alive]]), token.view(-1)[alive]
-    return _best(pool, src_lengths, eos_id, alpha, beam, nbest)
+    return _best(pool, src_lengths, eos_id, alpha, beam, nbest, guide)
 
 
 def _finish(
@@ -155,8 +184,10 @@ def _best(
     alpha: float,
     beam: int,
     nbest: int,
+    guide: Guide | None = None,
 ) -> list[list[Hypothesis]]:
-    """Each sentence's finished hypotheses, best `nbest` first by normalised score."""
+    """Each sentence's finished hypotheses, best `nbest` first by normalised score (under
+    constraints, those that meet them first)."""
     hypotheses = hypotheses_from_rows(
         pool.tokens,
         pool.scores,
@@ -169,6 +200,73 @@ def _best(
     result = []
     for sentence, count in enumerate(counts):
         filled = hypotheses[sentence * beam : sentence * beam + count]
-        filled.sort(key=lambda h: h.normalised_score(alpha), reverse=True)
+        if guide is None:
+            filled.sort(key=lambda h: h.normalised_score(alpha), reverse=True)
+        else:
+            constraints = guide.constraints[sentence]
+            filled.sort(
+                key=lambda h: (satisfies(h.tokens, constraints), h.normalised_score(alpha)),
+                reverse=True,
+            )
         result.append(filled[:nbest])
     return result
+
+
+def _banned(
+    guide: Guide | None,
+    progress: list[Progress | None] | None,
+    step: int,
+    alive: torch.Tensor,
+    beam: int,
+    history: torch.Tensor,
+    vocab: int,
+    eos_id: int,
+) -> torch.Tensor | None:
+    """[N, V] the tokens the live rows may not write under their constraints, or None."""
+    if guide is None:
+        return None
+    rows = alive.tolist()
+    return guide.banned(
+        step,
+        [row // beam for row in rows],
+        history.index_select(0, alive),
+        vocab,
+        eos_id,
+        None if progress is None else [progress[row] for row in rows],
+    )
+
+
+def _allocated(
+    kept: dict[int, list[tuple[float, int, int, Progress]]],
+    top_scores: torch.Tensor,
+    token: torch.Tensor,
+    rows: torch.Tensor,
+    progress: list[Progress | None],
+    guide: Guide,
+    beam: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[Progress | None]]:
+    """The step's kept extensions [B, K] with the sentences under included phrases replaced
+    by what dynamic beam allocation kept for them (unfilled slots: -inf), and the progress
+    of each new row."""
+    scores, words, extended = top_scores.tolist(), token.tolist(), rows.view(-1, beam).tolist()
+    batch = len(scores)
+    after: list[Progress | None] = [guide.start(row // beam) for row in range(batch * beam)]
+    for sentence in range(batch):
+        chosen = kept.get(sentence)
+        if chosen is None:
+            continue
+        first = sentence * beam
+        scores[sentence] = [float("-inf")] * beam
+        words[sentence] = [0] * beam
+        extended[sentence] = [first] * beam
+        after[first : first + beam] = [None] * beam
+        for slot, (score, row, word, reached) in enumerate(chosen):
+            scores[sentence][slot], words[sentence][slot] = score, word
+            extended[sentence][slot], after[first + slot] = row, reached
+    device = top_scores.device
+    return (
+        torch.tensor(scores, dtype=top_scores.dtype, device=device),
+        torch.tensor(words, dtype=token.dtype, device=device),
+        torch.tensor(extended, dtype=rows.dtype, device=device).view(-1),
+        after,
+    )

@@ -3,11 +3,12 @@ argmax or a draw (nmt/search/sampling.py), until eos or the row's length limit."
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
 from nmt.search.blocking import repeated_ngrams
+from nmt.search.constraints import Constraints, Guide
 from nmt.search.hypothesis import Hypothesis, SearchModel, hypotheses_from_rows, log_probabilities
 
 Choose = Callable[[torch.Tensor], torch.Tensor]  # log-probabilities [B, V] -> tokens [B]
@@ -22,8 +23,10 @@ def greedy_search(
     eos_id: int,
     limits: torch.Tensor,
     no_repeat_ngram: int = 0,
+    constraints: Sequence[Constraints | None] | None = None,
 ) -> list[Hypothesis]:
-    """Batched argmax decoding; each sentence stops at eos or at its own length limit."""
+    """Batched argmax decoding; each sentence stops at eos or at its own length limit.
+    `constraints`: prefixes and excluded phrases only (included ones need beam search)."""
     return step_by_step_search(
         model,
         src,
@@ -33,6 +36,7 @@ def greedy_search(
         limits,
         lambda log_probs: log_probs.argmax(-1),
         no_repeat_ngram=no_repeat_ngram,
+        constraints=constraints,
     )
 
 
@@ -47,6 +51,7 @@ def step_by_step_search(
     choose: Choose,
     copies: int = 1,
     no_repeat_ngram: int = 0,
+    constraints: Sequence[Constraints | None] | None = None,
 ) -> list[Hypothesis]:
     """Extends each row by the token `choose` picks, until eos or the row's limit.
 
@@ -54,7 +59,12 @@ def step_by_step_search(
     copies of one sentence side by side. `no_repeat_ngram` n > 0: `choose` never sees a token
     that would repeat an n-gram of its row (nmt/search/blocking.py). Scores are the model's
     own log-probabilities of the tokens picked, whatever `choose` did to pick them.
+    `constraints` (one per sentence): `choose` sees only the prefix's token while it lasts
+    and never the token that would complete an excluded phrase (nmt/search/constraints.py).
     """
+    if constraints and any(c and c.include for c in constraints):
+        raise ValueError("included phrases need beam search (beam_search, any beam size)")
+    guide = Guide(constraints, limits) if constraints and any(constraints) else None
     device = src.device
     state = model.init_state(model.encode(src, src_lengths))
     if copies > 1:
@@ -70,9 +80,19 @@ def step_by_step_search(
         logits, state, weight = model.step(state, prev)  # only the active rows run
         log_probs = log_probabilities(logits)  # [A, V]
         allowed = log_probs
+        history = (
+            torch.stack(tokens, 1).index_select(0, active)  # [A, t]
+            if tokens
+            else active.new_zeros(active.numel(), 0)
+        )
+        banned = None
+        if guide is not None:
+            sentences = (active // copies).tolist()
+            banned = guide.banned(t, sentences, history, log_probs.size(1), eos_id)
         if no_repeat_ngram and tokens:
-            history = torch.stack(tokens, 1).index_select(0, active)  # [A, t]
-            banned = repeated_ngrams(history, no_repeat_ngram, log_probs.size(1))
+            repeats = repeated_ngrams(history, no_repeat_ngram, log_probs.size(1))
+            banned = repeats if banned is None else banned | repeats
+        if banned is not None:
             allowed = log_probs.masked_fill(banned, float("-inf"))
         chosen = choose(allowed)
         scores[active] += log_probs.gather(1, chosen[:, None]).squeeze(1)

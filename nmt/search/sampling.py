@@ -4,8 +4,11 @@ from the temperature-scaled, top-k / top-p truncated distribution instead of the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
+from nmt.search.constraints import Constraints
 from nmt.search.greedy import Choose, step_by_step_search
 from nmt.search.hypothesis import Hypothesis, SearchModel
 
@@ -51,10 +54,21 @@ def sample_search(
     top_p: float = 1.0,
     generator: torch.Generator | None = None,
     no_repeat_ngram: int = 0,
+    constraints: Sequence[Constraints | None] | None = None,
 ) -> list[list[Hypothesis]]:
-    """`samples` independent draws per sentence; the same generator state gives the same draws."""
+    """`samples` independent draws per sentence; the same generator state gives the same draws.
+    `constraints`: prefixes and excluded phrases only (included ones need beam search)."""
     draw = sampler(temperature, top_k, top_p, generator)
     rows = step_by_step_search(
-        model, src, src_lengths, bos_id, eos_id, limits, draw, samples, no_repeat_ngram
+        model,
+        src,
+        src_lengths,
+        bos_id,
+        eos_id,
+        limits,
+        draw,
+        samples,
+        no_repeat_ngram,
+        constraints,
     )
     return [rows[start : start + samples] for start in range(0, len(rows), samples)]

@@ -13,6 +13,15 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 MAX_BEAM = 16  # a request's cost grows with sentences × beam: this bounds what one may ask
 
 
+class ConstraintsIn(BaseModel):
+    """Phrases a translation must hold and must not (subwords of the target tokenizer)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    include: list[StrictStr] = Field([], description="Phrases the translation must hold.")
+    exclude: list[StrictStr] = Field([], description="Phrases it must not hold.")
+
+
 class TranslateRequest(BaseModel):
     """One input sentence; a request is a list of them (OpenNMT-py's form plus options)."""
 
@@ -28,12 +37,21 @@ class TranslateRequest(BaseModel):
     attention: StrictBool = Field(
         False, description="Add 'attention': subwords and weights per head."
     )
+    constraints: ConstraintsIn | None = Field(
+        None,
+        description="Lexical constraints (beam search, any beam size); the answer says "
+        "whether they were met ('constraints_met').",
+    )
+    prefix: StrictStr | None = Field(
+        None, description="Text the translation starts with; the search continues from it."
+    )
 
-    @field_validator("src")
+    @field_validator("src", "prefix")
     @classmethod
-    def _is_text(cls, src: str) -> str:
+    def _is_text(cls, src: str | None) -> str | None:
         try:  # JSON's \\ud800 escapes give lone surrogates, which no tokenizer can read
-            src.encode("utf-8")
+            if src is not None:
+                src.encode("utf-8")
         except UnicodeEncodeError as error:
             raise ValueError(f"not valid Unicode at character {error.start}") from None
         return src
@@ -56,6 +74,11 @@ class TranslationOut(BaseModel):
     )
     align: str | None = None
     attention: Attention | None = None
+    constraints_met: bool | None = Field(
+        None,
+        description="With constraints: whether this translation holds every included phrase "
+        "and no excluded one (false only when the length limit left no room).",
+    )
 
 
 class ModelInfo(BaseModel):

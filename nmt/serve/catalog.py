@@ -19,6 +19,7 @@ import torch
 
 from nmt.config import DecodeConfig
 from nmt.errors import UserError
+from nmt.translate.constraints import TextConstraints
 from nmt.translate.translator import AttentionMap, Translation, Translator
 
 MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -31,6 +32,8 @@ class Item:
     src: str
     alignments: bool = False
     attention: bool = False
+    constraints: TextConstraints | None = None
+    prefix: str | None = None
 
 
 @dataclass
@@ -64,6 +67,7 @@ class ServedModel:
                 "sample": decode.sample,
                 "max_src_len": decode.max_src_len,
                 "no_repeat_ngram": decode.no_repeat_ngram,
+                "max_constraints": decode.max_constraints,
             },
         }
 
@@ -123,6 +127,8 @@ def translate_items(
         alignments=any(item.alignments for item in items),
         attention=any(item.attention for item in items),
         batch_size=batch_size,
+        constraints=[item.constraints for item in items],
+        prefix=[item.prefix for item in items],
     )
     return [
         answers(item, translation, decode.nbest)
@@ -146,6 +152,8 @@ def answers(item: Item, translation: Translation, nbest: int) -> list[dict]:
             answer["align"] = candidate.alignment
         if item.attention:
             answer["attention"] = attention_json(candidate.attention)
+        if item.constraints is not None:
+            answer["constraints_met"] = candidate.constraints_met
         result.append(answer)
     if not result:
         blank = {"src": item.src, "tgt": "", "pred_score": 0.0, "n_best": nbest}

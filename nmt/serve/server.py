@@ -45,6 +45,7 @@ from nmt.serve.api import (
 from nmt.serve.catalog import Item, ServedModel, load_models, translate_items
 from nmt.serve.guards import ApiKeyGuard, BodyGuard
 from nmt.serve.microbatch import MicroBatcher
+from nmt.translate.constraints import ConstraintError, parse_constraints
 from nmt.translate.parallel import available_cores, one_torch_thread
 
 STATIC = Path(__file__).parent / "static"
@@ -193,7 +194,19 @@ def _plan(
             detail = f"all inputs of a request need the same n_best; earlier ones have {nbest}"
             raise _invalid(index, "n_best", detail, request.n_best)
         nbest = decode.nbest
-        item = Item(request.src, request.alignments, request.attention)
+        wanted = request.constraints.model_dump() if request.constraints is not None else None
+        try:
+            model.translator.check_constraints(request.src, wanted, request.prefix, decode)
+        except ConstraintError as error:
+            given = getattr(request, error.field.split(".")[0])
+            raise _invalid(index, error.field, error.detail, jsonable_encoder(given)) from None
+        item = Item(
+            request.src,
+            request.alignments,
+            request.attention,
+            parse_constraints(wanted),
+            request.prefix,
+        )
         groups.setdefault((model.id, decode), []).append((index, item))
     return groups, nbest or 1
 
@@ -208,7 +221,7 @@ class _AsciiJSONResponse(JSONResponse):
 
 def _invalid(index: int, field: str, message: str, value: object) -> RequestValidationError:
     """A 422 in the same form as pydantic's own, naming body[index].field."""
-    error = {"type": "value_error", "loc": ("body", index, field), "msg": message}
+    error = {"type": "value_error", "loc": ("body", index, *field.split(".")), "msg": message}
     return RequestValidationError([{**error, "input": value}])
 
 

@@ -13,14 +13,18 @@ heatmaps go to a directory on the side.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from nmt.errors import UserError
+from nmt.translate.constraints import ConstraintError, TextConstraints
 from nmt.translate.translator import Translation, Translator
+
+log = logging.getLogger(__name__)
 
 CHUNK = 1 << 16  # bytes per read from a pipe: a bound on how many lines wait for each other
 BOM = b"\xef\xbb\xbf"
@@ -57,18 +61,38 @@ def write_translations(
     sink: TextIO,
     alignments: bool = False,
     plot_dir: Path | None = None,
+    constraints: Sequence[TextConstraints | None] | None = None,
+    prefixes: Sequence[str | None] | None = None,
 ) -> None:
-    """Translates each batch of lines and flushes its output before reading the next batch."""
+    """Translates each batch of lines and flushes its output before reading the next batch.
+    `constraints` and `prefixes` hold one entry per input line (--constraints, --prefix);
+    translations that miss their constraints (the length limit left no room) are counted
+    in a warning on stderr."""
+    given = constraints if constraints is not None else prefixes
     if plot_dir is not None:
         try:
             plot_dir.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise UserError(f"--attention-plots {plot_dir}: cannot create it ({error}).") from None
-    index = 0
+    index, missed = 0, []
     for lines in batches:
-        translations = translator.translate(
-            lines, alignments=alignments, attention=plot_dir is not None
-        )
+        if given is not None and index + len(lines) > len(given):
+            raise UserError(_count_mismatch(len(given), f"more than {len(given)}"))
+        span = slice(index, index + len(lines))
+        try:
+            translations = translator.translate(
+                lines,
+                alignments=alignments,
+                attention=plot_dir is not None,
+                **({"constraints": constraints[span]} if constraints is not None else {}),
+                **({"prefix": prefixes[span]} if prefixes is not None else {}),
+            )
+        except ConstraintError as error:
+            if error.index is None:
+                raise
+            line = index + error.index + 1
+            raise UserError(f"input line {line}, {error.field}: {error.detail}.") from None
+        missed += [index + i for i, t in enumerate(translations) if t.constraints_met is False]
         for offset, translation in enumerate(translations):
             nbest = translator.decode.nbest
             for line in format_translation(index + offset, translation, nbest, alignments):
@@ -78,6 +102,22 @@ def write_translations(
             for offset, translation in enumerate(translations):
                 plot_translation(index + offset, translation, plot_dir)
         index += len(translations)
+    if given is not None and index < len(given):
+        raise UserError(_count_mismatch(len(given), str(index)))
+    if missed:
+        log.warning(
+            "warning: %d translation(s) miss some of their constraints, the length limit "
+            "leaving no room for them (first: line %d); raise decode.max_len_extra.",
+            len(missed),
+            missed[0] + 1,
+        )
+
+
+def _count_mismatch(expected: int, found: str) -> str:
+    return (
+        f"the input has {found} lines, but --constraints/--prefix gave {expected}; give one "
+        "line per input line (a blank one for none)."
+    )
 
 
 def format_translation(

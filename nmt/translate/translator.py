@@ -12,7 +12,7 @@ import dataclasses
 import itertools
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, overload
@@ -26,8 +26,15 @@ from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.model.device import resolve_device
 from nmt.search import Ensemble, Hypothesis, beam_search, greedy_search, max_lengths, sample_search
+from nmt.search.constraints import Constraints, satisfies
 from nmt.search.forced import forced_log_probs
 from nmt.translate.alignment import hypothesis_alignment, step_labels
+from nmt.translate.constraints import (
+    ConstraintError,
+    TextConstraints,
+    encode_constraints,
+    parse_constraints,
+)
 from nmt.translate.parallel import available_cores, parallel_map
 from nmt.translate.quantize import quantize as quantize_model
 
@@ -61,6 +68,7 @@ class Candidate:
     hypothesis: Hypothesis  # the search's own: target ids, log-probability, attention
     alignment: str | None = None  # Pharaoh word alignment 'i-j ...', when asked
     attention: AttentionMap | None = None  # when asked
+    constraints_met: bool | None = None  # holds every included phrase and no excluded one
 
 
 @dataclass(frozen=True)
@@ -75,6 +83,11 @@ class Translation:
     @property
     def text(self) -> str:
         return self.nbest[0].text if self.nbest else ""
+
+    @property
+    def constraints_met(self) -> bool | None:
+        """Whether the best translation meets its constraints (None: it had none)."""
+        return self.nbest[0].constraints_met if self.nbest else None
 
     @property
     def score(self) -> float:
@@ -107,8 +120,12 @@ class PairScore:
         return None if self.total is None else self.total / len(self.tokens)
 
 
-# source ids, decode settings, the batch's number in its call -> each source's hypotheses
-Search = Callable[[list[list[int]], DecodeConfig, int], list[list[Hypothesis]]]
+# source ids, decode settings, the batch's number in its call, each source's constraints ->
+# each source's hypotheses
+Search = Callable[
+    [list[list[int]], DecodeConfig, int, list[Constraints | None]], list[list[Hypothesis]]
+]
+Constraining = TextConstraints | Mapping[str, Any] | None
 
 
 class Translator:
@@ -200,10 +217,15 @@ class Translator:
         alignments: bool = False,
         attention: bool = False,
         batch_size: int | None = None,
+        constraints: Constraining | Sequence[Constraining] = None,
+        prefix: str | Sequence[str | None] | None = None,
     ) -> Translation | list[Translation]:
         """Translates one sentence (a str: one Translation) or a list of them (one each, in
         order). Options not given are the translator's decode settings; `alignments` and
-        `attention` add each candidate's word alignment and attention map."""
+        `attention` add each candidate's word alignment and attention map. `constraints`
+        (a dict {"include": [phrases], "exclude": [phrases]}, or one per sentence) and
+        `prefix` (the text the translation starts with, or one per sentence) control the
+        output (nmt/search/constraints.py)."""
         single = isinstance(sentences, str)
         options = dict(
             beam=beam,
@@ -214,17 +236,45 @@ class Translator:
             no_repeat_ngram=no_repeat_ngram,
         )
         call = next(self._calls)
+        lines = [sentences] if single else _sentences(sentences)
+        decode = _decode_settings(self.decode, options)
+        guides = _per_sentence(constraints, lines, single, "constraints", parse_constraints)
+        starts = _per_sentence(prefix, lines, single, "prefix", _prefix_text)
+        if decode.sample and any(guide and guide.include for guide in guides):
+            raise UserError(
+                "included phrases need beam search (any beam size, 1 included), not sampling; "
+                "drop sample, or the include constraints."
+            )
         translations = translate_lines(
-            [sentences] if single else _sentences(sentences),
+            lines,
             self.tokenizer,
-            _decode_settings(self.decode, options),
-            lambda src_ids, decode, batch: self._search(src_ids, decode, (call, batch)),
+            decode,
+            lambda src_ids, decode, batch, found: self._search(
+                src_ids, decode, (call, batch), found
+            ),
             batch_size,
             alignments,
             attention,
             self.workers,
+            guides,
+            starts,
         )
         return translations[0] if single else translations
+
+    def check_constraints(
+        self, source: str, constraints: Constraining, prefix: str | None, decode: DecodeConfig
+    ) -> None:
+        """A ConstraintError, naming the field, unless `constraints` and `prefix` can be
+        decoded for `source` with `decode` (the server checks each request's this way)."""
+        wanted = parse_constraints(constraints)
+        prefix = _prefix_text(prefix)
+        if decode.sample and wanted is not None and wanted.include:
+            raise ConstraintError(
+                "constraints.include", "included phrases need beam search, not sampling"
+            )
+        ids = self.tokenizer.src.encode([source.strip()])[0][: decode.max_src_len]
+        limit = max_lengths(torch.tensor([len(ids)]), decode.max_len_ratio, decode.max_len_extra)
+        encode_constraints(self.tokenizer.tgt, wanted, prefix, int(limit), decode.max_constraints)
 
     def score(
         self, sources: Sequence[str], targets: Sequence[str], batch_size: int | None = None
@@ -259,17 +309,22 @@ class Translator:
         return results
 
     def _search(
-        self, src_ids: list[list[int]], decode: DecodeConfig, draw: tuple[int, int]
+        self,
+        src_ids: list[list[int]],
+        decode: DecodeConfig,
+        draw: tuple[int, int],
+        constraints: list[Constraints | None],
     ) -> list[list[Hypothesis]]:
         """The hypotheses of a batch. Sampling draws from a generator of its own, seeded by
         decode.seed and `draw` (the call's and the batch's number), so batches decoded side
-        by side draw as they would one after another."""
+        by side draw as they would one after another. Included phrases take beam search,
+        which at beam 1 is greedy search that makes room for them."""
         tgt = self.tokenizer.tgt
         src = pad(src_ids, self.tokenizer.src.pad_id).to(self.device)
         lengths = torch.tensor([len(ids) for ids in src_ids])
         limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra)
         common = (self.model, src, lengths, tgt.bos_id, tgt.eos_id, limits)
-        blocking = {"no_repeat_ngram": decode.no_repeat_ngram}
+        blocking = {"no_repeat_ngram": decode.no_repeat_ngram, "constraints": constraints}
         if decode.sample:
             call, batch = draw
             seed = (decode.seed * _PRIME + call) * _PRIME + batch
@@ -283,7 +338,7 @@ class Translator:
                 generator,
                 **blocking,
             )
-        if decode.beam == 1:
+        if decode.beam == 1 and not any(c and c.include for c in constraints):
             return [[hypothesis] for hypothesis in greedy_search(*common, **blocking)]
         return beam_search(*common, decode.beam, decode.alpha, decode.nbest, **blocking)
 
@@ -297,14 +352,18 @@ def translate_lines(
     alignments: bool = False,
     attention: bool = False,
     workers: int = 1,
+    constraints: Sequence[TextConstraints | None] | None = None,
+    prefixes: Sequence[str | None] | None = None,
 ) -> list[Translation]:
     """Lines in, translations out, whatever runs the search (our models, or CTranslate2's
     for an exported one): sources cut at decode.max_src_len subwords, length-sorted batches
     (`workers` of them decoded side by side), candidates best first, blank lines blank,
-    input order kept."""
+    input order kept. `constraints` and `prefixes`: one per line (or None), encoded here
+    and checked against each line's length limit."""
     batch_size = batch_size or decode.batch_size
     encoded = tokenizer.src.encode([line.strip() for line in lines])
     src_ids = _truncated(encoded, decode.max_src_len)
+    guides = _encoded_guides(tokenizer, decode, src_ids, constraints, prefixes)
     results = [
         Translation(line, ids, [], len(ids) < len(full))
         for line, ids, full in zip(lines, src_ids, encoded, strict=True)
@@ -312,7 +371,12 @@ def translate_lines(
     order = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
     chunks = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
     searched = parallel_map(
-        lambda numbered: search([src_ids[i] for i in numbered[1]], decode, numbered[0]),
+        lambda numbered: search(
+            [src_ids[i] for i in numbered[1]],
+            decode,
+            numbered[0],
+            [guides[i] for i in numbered[1]],
+        ),
         list(enumerate(chunks)),
         workers,
     )
@@ -328,6 +392,7 @@ def translate_lines(
                     if alignments
                     else None,
                     AttentionMap.of(hypothesis, src_pieces, tokenizer) if attention else None,
+                    None if guides[index] is None else satisfies(hypothesis.tokens, guides[index]),
                 )
                 for hypothesis in hypotheses
             ]
@@ -335,6 +400,65 @@ def translate_lines(
             candidates.sort(key=lambda candidate: candidate.score, reverse=True)
             results[index] = dataclasses.replace(results[index], nbest=candidates)
     return results
+
+
+def _encoded_guides(
+    tokenizer: Tokenizer,
+    decode: DecodeConfig,
+    src_ids: list[list[int]],
+    constraints: Sequence[TextConstraints | None] | None,
+    prefixes: Sequence[str | None] | None,
+) -> list[Constraints | None]:
+    """Each line's constraints and prefix as target ids, or a ConstraintError naming the
+    sentence."""
+    if not constraints and not prefixes:
+        return [None] * len(src_ids)
+    constraints = constraints or [None] * len(src_ids)
+    prefixes = prefixes or [None] * len(src_ids)
+    lengths = torch.tensor([len(ids) for ids in src_ids])
+    limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra).tolist()
+    guides = []
+    for index, (ids, wanted, prefix, limit) in enumerate(
+        zip(src_ids, constraints, prefixes, limits, strict=True)
+    ):
+        try:
+            guide = encode_constraints(tokenizer.tgt, wanted, prefix, limit, decode.max_constraints)
+        except ConstraintError as error:
+            raise error.at(index) from None
+        guides.append(guide if ids else None)
+    return guides
+
+
+def _per_sentence(
+    given: Any, lines: list[str], single: bool, name: str, parse: Callable[[Any], Any]
+) -> list[Any]:
+    """One parsed value per sentence: `given` is one value for a single sentence, or a
+    sequence with one per sentence (None: none)."""
+    if given is None:
+        return [None] * len(lines)
+    values = [given] if single else given
+    if single and isinstance(given, Sequence) and not isinstance(given, str):
+        raise UserError(f"{name}: one sentence takes one {name} value, not a list.")
+    if isinstance(values, (str, Mapping)) or not isinstance(values, Sequence):
+        raise UserError(f"{name}: give one per sentence, a list as long as the sentences.")
+    if len(values) != len(lines):
+        raise UserError(
+            f"{name}: {len(values)} given for {len(lines)} sentences; give one per sentence "
+            "(None for none)."
+        )
+    parsed = []
+    for index, value in enumerate(values):
+        try:
+            parsed.append(parse(value))
+        except ConstraintError as error:
+            raise error.at(index) from None
+    return parsed
+
+
+def _prefix_text(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ConstraintError("prefix", f"expected text, got {type(value).__name__}")
+    return value
 
 
 def _truncated(src_ids: list[list[int]], limit: int) -> list[list[int]]:

@@ -81,6 +81,21 @@ def test_greedy_search_is_ours(exported, corpus_dir, blocking):
         assert mine.hypotheses[0].attention.size(0) == its.hypotheses[0].attention.size(0)
 
 
+def test_a_target_prefix_gives_our_greedy_continuation(exported, corpus_dir):
+    """CTranslate2's target_prefix forces the prefix as our search does; greedy search then
+    continues alike. Lexical constraints it cannot decode are refused."""
+    checkpoint, directory = exported
+    lines = (corpus_dir / "test.en").read_text("utf-8").splitlines()[:8]
+    prefixes = ["der hund", None, "die", ""] * 2
+    ours = Translator.load(checkpoint, beam=1).translate(lines, prefix=prefixes)
+    theirs = load_ctranslate2_translator(directory, beam=1)
+    found = theirs.translate(lines, prefix=prefixes)
+    assert [t.text for t in found] == [t.text for t in ours]
+    assert all(t.text.startswith(p) for t, p in zip(found, prefixes, strict=True) if p)
+    with pytest.raises(UserError, match="CTranslate2 decodes no lexical constraints"):
+        theirs.translate(lines[:1], constraints=[{"include": ["hund"]}])
+
+
 def test_beam_hypotheses_carry_their_own_scores_and_our_ranking(exported, corpus_dir):
     """CTranslate2 normalises by length ** alpha; the engine undoes that, so each score is
     the hypothesis's log-probability under our model, and ranks by our GNMT penalty."""

@@ -209,6 +209,31 @@ BAD_INPUTS = {
     "not UTF-8": (b'[{"src": "caf\xe9", "id": "demo"}]', 400, None),
     "lone surrogate": (b'[{"src": "\\ud800", "id": "demo"}]', 422, ["body", 0, "src"]),
     "unknown model": ([{"src": "a", "id": "nope"}], 404, None),
+    "unknown constraints field": (
+        [{"src": "a", "id": "demo", "constraints": {"must": ["x"]}}],
+        422,
+        ["body", 0, "constraints", "must"],
+    ),
+    "constraints not a list": (
+        [{"src": "a", "id": "demo", "constraints": {"include": "hund"}}],
+        422,
+        ["body", 0, "constraints", "include"],
+    ),
+    "more constraints than the maximum": (
+        [{"src": "a", "id": "demo", "constraints": {"exclude": [f"w{i}" for i in range(17)]}}],
+        422,
+        ["body", 0, "constraints"],
+    ),
+    "constraint over the length limit": (
+        [{"src": "a", "id": "demo", "constraints": {"include": ["der hund " * 20]}}],
+        422,
+        ["body", 0, "constraints", "include"],
+    ),
+    "prefix over the length limit": (
+        [{"src": "a", "id": "demo", "prefix": "der hund " * 20}],
+        422,
+        ["body", 0, "prefix"],
+    ),
 }
 
 
@@ -222,6 +247,20 @@ def test_bad_input_gets_a_clear_answer_and_harms_nothing(server, case):
     if case == "unknown model":
         assert "'demo', 'other', '100'" in answer["detail"]
     assert server.translate([{"src": "a dog", "id": "demo", "beam": 1}])[0] == 200
+
+
+def test_constraints_and_prefixes_reach_the_search(server):
+    items = [
+        {"src": SENTENCES[0], "id": "demo", "constraints": {"include": ["hund"]}, "prefix": "die"},
+        {"src": SENTENCES[1], "id": "demo", "beam": 1, "constraints": {"exclude": ["die"]}},
+        {"src": SENTENCES[2], "id": "demo"},
+    ]
+    status, answer = server.translate(items)
+    assert status == 200, answer
+    first, second, third = answer[0]
+    assert first["constraints_met"] and first["tgt"].startswith("die") and "hund" in first["tgt"]
+    assert second["constraints_met"] and "die" not in second["tgt"].split()
+    assert "constraints_met" not in third
 
 
 def test_too_many_sentences_name_the_limit_and_do_not_echo_the_request(server):

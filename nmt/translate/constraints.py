@@ -1,0 +1,146 @@
+"""Constraints and prefixes as a user writes them, text, and as search reads them, target ids.
+
+`nmt translate --constraints FILE` holds one JSON object per input line,
+`{"include": ["fence", "Boston Terrier"], "exclude": ["dog"]}` (either field may be left
+out; a blank line: none); the server takes the same object per item and the Python API a
+dict. A phrase is encoded with the target tokenizer as it reads a word inside a sentence,
+so "fence" becomes the word-initial piece "▁fence" that a translation would hold.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from nmt.data.tokenizer import Vocab
+from nmt.errors import UserError
+from nmt.search.constraints import Constraints
+
+FIELDS = ("include", "exclude")
+EXAMPLE = '{"include": ["fence"], "exclude": ["dog"]}'
+
+
+@dataclass(frozen=True)
+class TextConstraints:
+    """Phrases one translation must hold (`include`, in any order) and must not (`exclude`)."""
+
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+
+
+class ConstraintError(UserError):
+    """A sentence's constraints or prefix cannot be used: `field` says which, `index` (from
+    0) which sentence of a call, where known."""
+
+    def __init__(self, field: str, detail: str, index: int | None = None):
+        where = "" if index is None else f"sentence {index + 1}, "
+        super().__init__(f"{where}{field}: {detail}.")
+        self.field = field
+        self.detail = detail
+        self.index = index
+
+    def at(self, index: int) -> ConstraintError:
+        return ConstraintError(self.field, self.detail, index)
+
+
+def parse_constraints(value: object) -> TextConstraints | None:
+    """A dict with `include` and/or `exclude` lists of phrases (or None) -> TextConstraints;
+    a ConstraintError saying what is wrong otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, TextConstraints):
+        return value
+    if not isinstance(value, Mapping):
+        raise ConstraintError(
+            "constraints", f"expected an object like {EXAMPLE}, got {type(value).__name__}"
+        )
+    unknown = sorted(str(key) for key in value if key not in FIELDS)
+    if unknown:
+        raise ConstraintError(
+            "constraints",
+            f"unknown field(s) {', '.join(unknown)}; the fields are include and exclude, "
+            f"e.g. {EXAMPLE}",
+        )
+    phrases = {}
+    for field in FIELDS:
+        given = value.get(field, [])
+        if not isinstance(given, list) or not all(isinstance(p, str) for p in given):
+            raise ConstraintError(
+                f"constraints.{field}", f"expected a list of phrases (strings), got {given!r}"
+            )
+        stripped = [phrase.strip() for phrase in given]
+        if "" in stripped:
+            raise ConstraintError(f"constraints.{field}", "a phrase is empty")
+        phrases[field] = tuple(dict.fromkeys(stripped))
+    both = sorted(set(phrases["include"]) & set(phrases["exclude"]))
+    if both:
+        raise ConstraintError(
+            "constraints", f"{', '.join(map(repr, both))} is both included and excluded"
+        )
+    return TextConstraints(**phrases)
+
+
+def read_constraints(path: Path) -> list[TextConstraints | None]:
+    """One entry per line of `path`: a JSON object per line, a blank line for none."""
+    from nmt.data.splits import read_lines
+
+    found = []
+    for number, line in enumerate(read_lines(path), 1):
+        if not line.strip():
+            found.append(None)
+            continue
+        try:
+            found.append(parse_constraints(json.loads(line)))
+        except json.JSONDecodeError as error:
+            raise UserError(
+                f"{path}, line {number}: not JSON ({error.msg}, column {error.colno}). Each "
+                f"line holds one object like {EXAMPLE}, or is blank for no constraints."
+            ) from None
+        except ConstraintError as error:
+            raise UserError(f"{path}, line {number}: {error.detail}.") from None
+    return found
+
+
+def encode_constraints(
+    vocab: Vocab,
+    constraints: TextConstraints | None,
+    prefix: str | None,
+    limit: int,
+    max_constraints: int,
+) -> Constraints | None:
+    """The target ids search reads, or a ConstraintError: more phrases than
+    `max_constraints`, or a phrase or prefix longer than `limit`, the sentence's output
+    length limit in subwords."""
+    constraints = constraints or TextConstraints()
+    count = len(constraints.include) + len(constraints.exclude)
+    if count > max_constraints:
+        raise ConstraintError(
+            "constraints",
+            f"{count} phrases, more than decode.max_constraints={max_constraints}; "
+            "give fewer or raise the limit",
+        )
+    encoded = {}
+    for field in FIELDS:
+        phrases = getattr(constraints, field)
+        ids = vocab.encode(phrases) if phrases else []
+        for phrase, pieces in zip(phrases, ids, strict=True):
+            _check_length(f"constraints.{field}", f"the phrase {phrase!r}", pieces, limit)
+        encoded[field] = tuple(tuple(pieces) for pieces in ids if pieces)
+    prefix_ids: tuple[int, ...] = ()
+    if prefix and prefix.strip():
+        prefix_ids = tuple(vocab.encode([prefix.strip()])[0])
+        _check_length("prefix", "the prefix", prefix_ids, limit)
+    found = Constraints(encoded["include"], encoded["exclude"], prefix_ids)
+    return found or None
+
+
+def _check_length(field: str, what: str, pieces: list[int] | tuple[int, ...], limit: int):
+    if len(pieces) > limit:
+        raise ConstraintError(
+            field,
+            f"{what} is {len(pieces)} subwords, but this sentence's translation is limited to "
+            f"{limit} (decode.max_len_ratio x its source subwords + decode.max_len_extra); "
+            "shorten it, or raise decode.max_len_extra",
+        )
