@@ -79,6 +79,7 @@ def main() -> None:
     args = parser.parse_args()
     sources, references = read_lines(args.src), read_lines(args.ref)
     translator = Translator.load(args.checkpoint, workers=args.workers)
+    translator.translate(sources[:64])  # warm-up: the first calls pay for allocations
     for beam in args.beam:
         plain, plain_seconds = run(translator, sources, beam)
         constraints = draw_constraints([t.text for t in plain], references, args.seed)

@@ -122,19 +122,18 @@ def beam_search(
         rows = (first_row + top_index // width).view(-1)  # [B * K] the row each one extends
         compact = alive.new_zeros(batch * beam)  # [B * K] row -> its state row, where alive
         compact[alive] = torch.arange(alive.numel(), device=device)
-        if progress is not None:
-            free = beam - (pool.count if pool is not None else torch.zeros_like(first_row[:, 0]))
-
+        if progress is not None:  # dynamic beam allocation, where phrases are to be included
+            finished = [0] * batch if pool is None else pool.count.tolist()
             kept = guide.select(
                 beam,
-                free.tolist(),
+                [beam - count for count in finished],
                 proposals.view(batch, -1),
                 tokens.view(batch, -1),
                 progress,
                 (logits, log_norm[:, 0], compact, live.view(-1)),
             )
             top_scores, token, rows, progress = _allocated(
-                kept, top_scores, token, rows, progress, guide, beam
+                kept, top_scores, token, rows, guide, beam
             )
         history = torch.cat([history.index_select(0, rows), token.view(-1, 1)], 1)
         step_attention = weights.index_select(0, compact[rows])[:, None]  # [B * K, 1, H, S]
@@ -241,7 +240,6 @@ def _allocated(
     top_scores: torch.Tensor,
     token: torch.Tensor,
     rows: torch.Tensor,
-    progress: list[Progress | None],
     guide: Guide,
     beam: int,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[Progress | None]]:
