@@ -8,7 +8,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from conftest import ROOT, nmt, tiny_train_args
+from conftest import ROOT, TINY_TRANSFORMER, nmt, tiny_train_args
 from nmt.checkpoint import load_checkpoint
 from nmt.cli import app
 
@@ -128,8 +128,24 @@ def test_help_is_fast_and_shows_examples():
             "model.encoder.heads=2",
             "model.encoder.ff_dim=32",
         ],
+        [
+            "model.encoder.type=birnn_self_attention",
+            "model.encoder.heads=2",
+            "model.encoder.ff_dim=32",
+            "model.encoder.positions=alibi",
+        ],
+        [*TINY_TRANSFORMER, "model.encoder.positions=relative", "model.decoder.positions=rotary"],
     ],
-    ids=["dot", "general-local", "multihead", "keyvalue", "selfattn", "birnn-selfattn"],
+    ids=[
+        "dot",
+        "general-local",
+        "multihead",
+        "keyvalue",
+        "selfattn",
+        "birnn-selfattn",
+        "birnn-selfattn-alibi",
+        "transformer-relative-rotary",
+    ],
 )
 def test_each_variant_trains_through_the_cli(tmp_path, corpus_dir, model):
     result = cli(*tiny_train_args(tmp_path, corpus_dir, "train.max_steps=3", *model))

@@ -14,6 +14,9 @@ from typing import Any, Literal
 
 from nmt.errors import UserError
 
+Positions = Literal["sinusoidal", "learned", "relative", "rotary", "alibi"]
+ABSOLUTE_POSITIONS = ("sinusoidal", "learned")  # the kinds added to the embeddings
+
 
 class ConfigError(UserError):
     """A config value that cannot be used; `path` is its dotted key."""
@@ -143,6 +146,11 @@ class EncoderConfig:
     `hidden_dim` is per direction, so a BiRNN's annotations have 2 * hidden_dim features;
     without one they have emb_dim (`output_dim`). `norm` places the self-attention layers'
     layer normalisation: before each sub-layer (pre) or after its residual sum (post).
+
+    `positions` (nmt/model/positions.py): null is the type's own, sinusoidal for
+    self_attention and none for the types with a BiRNN, which orders the words itself. Over
+    a BiRNN only the kinds inside the attention (relative, rotary, alibi) apply: positions
+    added to the embeddings would enter below the BiRNN.
     """
 
     type: Literal["birnn", "self_attention", "birnn_self_attention"] = "birnn"
@@ -154,6 +162,9 @@ class EncoderConfig:
     ff_dim: int = 1024
     norm: Literal["pre", "post"] = "pre"
     dropout: float = 0.2
+    positions: Positions | None = None
+    max_positions: int = 1024
+    max_relative_position: int = 16
 
     def __post_init__(self) -> None:
         _positive(self, "emb_dim", "hidden_dim", "layers", "heads", "ff_dim")
@@ -162,7 +173,7 @@ class EncoderConfig:
         for key in ("rnn", "hidden_dim"):
             users = f"only types birnn and birnn_self_attention use it, not {self.type!r}"
             _unused(self, key, recurrent, users, "change the type")
-        for key in ("heads", "ff_dim", "norm"):
+        for key in ("heads", "ff_dim", "norm", "positions"):
             users = f"only types self_attention and birnn_self_attention use it, not {self.type!r}"
             _unused(self, key, attending, users, "change the type")
         if attending:
@@ -171,6 +182,21 @@ class EncoderConfig:
                 "heads",
                 f"must divide the self-attention size {self.output_dim}, got {self.heads}",
             )
+        _require(
+            self.type != "birnn_self_attention" or self.positions not in ABSOLUTE_POSITIONS,
+            "positions",
+            f"{self.positions!r} adds positions to the embeddings, below the BiRNN, which "
+            "orders the words already; over a BiRNN choose relative, rotary or alibi, which "
+            "act in its self-attention layers, or leave it null",
+        )
+        _check_positions(self, self.position_kind, self.output_dim)
+
+    @property
+    def position_kind(self) -> Positions | None:
+        """The positions the encoder uses (None: none, the BiRNN orders the words)."""
+        if self.positions is None and self.type == "self_attention":
+            return "sinusoidal"
+        return self.positions
 
     @property
     def output_dim(self) -> int:
@@ -252,6 +278,8 @@ class DecoderConfig:
 
     A Transformer's `dropout` acts on its residual paths and feed-forward blocks; its
     attention weights take `model.attention.dropout` (self- and cross-attention alike).
+    `positions` (nmt/model/positions.py): sinusoidal, learned (`max_positions` of them),
+    relative (distances clipped at `max_relative_position`), rotary or alibi.
     """
 
     type: Literal["rnnsearch", "transformer"] = "rnnsearch"
@@ -265,6 +293,9 @@ class DecoderConfig:
     norm: Literal["pre", "post"] = "pre"
     dropout: float = 0.2
     tie_embeddings: bool = False
+    positions: Positions = "sinusoidal"
+    max_positions: int = 1024
+    max_relative_position: int = 16
 
     def __post_init__(self) -> None:
         _positive(self, "emb_dim", "hidden_dim", "out_dim", "layers", "heads", "ff_dim")
@@ -273,9 +304,10 @@ class DecoderConfig:
         for key in ("hidden_dim", "output", "out_dim"):
             users = f"only type rnnsearch uses it, not {self.type!r}"
             _unused(self, key, rnn, users, "set type: rnnsearch")
-        for key in ("layers", "heads", "ff_dim", "norm"):
+        for key in ("layers", "heads", "ff_dim", "norm", "positions"):
             users = f"only type transformer uses it, not {self.type!r}"
             _unused(self, key, not rnn, users, "set type: transformer")
+        _check_positions(self, None if rnn else self.positions, self.emb_dim)
         _require(
             not (rnn and self.tie_embeddings) or self.out_dim == self.emb_dim,
             "tie_embeddings",
@@ -477,6 +509,22 @@ class Experiment:
             "needs one vocabulary for both languages; set tokenizer.joint: true (or give a "
             "joint tokenizer.model), or share_embeddings: false",
         )
+
+
+def _check_positions(config: Any, kind: str | None, width: int) -> None:
+    """The keys of the positions a stack of `width` features uses (`kind`; None: none)."""
+    _positive(config, "max_positions", "max_relative_position")
+    users = f"only positions: learned uses it, not {kind or 'none'}"
+    _unused(config, "max_positions", kind == "learned", users, "set positions: learned")
+    users = f"only positions: relative uses it, not {kind or 'none'}"
+    _unused(config, "max_relative_position", kind == "relative", users, "set positions: relative")
+    head = width // config.heads
+    _require(
+        kind != "rotary" or head % 2 == 0,
+        "positions",
+        f"rotary turns pairs of each head's features, so the head size (width {width} / heads "
+        f"{config.heads} = {head}) must be even; change heads",
+    )
 
 
 def _positive(config: Any, *names: str) -> None:

@@ -8,6 +8,10 @@ optimise, save), laid out as our model computes:
 | embeddings * sqrt(d)                           | `scale_embeddings` (its default)          |
 | `sinusoid_positions`: sin on even, cos on odd  | `position_encodings.encodings`, the table |
 |   features (CTranslate2's own is sin | cos)   |   itself, 1024 positions or more          |
+| learned positions (the last one repeats)       | the same table, its last row repeated     |
+| relative positions: Shaw's key term            | `relative_position_keys`; values zero     |
+| rotary positions on adjacent feature pairs     | `rotary_dim` = head size, interleaved     |
+| ALiBi (decoder)                                | `alibi`                                   |
 | self-attention query, key, value projections   | `self_attention.linear[0]`, fused q|k|v   |
 | cross-attention query; key and value           | `attention.linear[0]`; `linear[1]` k|v    |
 | attention output projection                    | `linear[-1]`                              |
@@ -46,7 +50,8 @@ from nmt.data.tokenizer import Tokenizer, Vocab
 from nmt.errors import UserError
 from nmt.extras import require_extra
 from nmt.model.attention import Attention
-from nmt.model.layers import TransformerLayer, sinusoid_positions
+from nmt.model.layers import TransformerLayer
+from nmt.model.positions import RelativePositions
 from nmt.model.seq2seq import Seq2Seq
 
 CONFIG_FILE = "nmt.json"
@@ -125,7 +130,20 @@ def unexportable(config: ModelConfig) -> str | None:
         value = getattr(attention, key)
         if value != needed:
             return f"model.attention.{key} is {value!r}; CTranslate2 needs {said}"
+    if encoder.position_kind == "alibi":
+        return "model.encoder.positions is 'alibi', and CTranslate2's Transformer encoder has none"
     return None
+
+
+def _position_options(kind: str | None, heads: int, dim: int) -> dict[str, Any]:
+    """The spec's constructor options for positions that act inside the attention."""
+    if kind == "relative":
+        return {"relative_position": True}
+    if kind == "rotary":
+        return {"rotary_dim": dim // heads, "rotary_interleave": True}
+    if kind == "alibi":
+        return {"alibi": True}
+    return {}
 
 
 def transformer_spec(model: Seq2Seq, config: Experiment, tokenizer: Tokenizer) -> Any:
@@ -135,7 +153,10 @@ def transformer_spec(model: Seq2Seq, config: Experiment, tokenizer: Tokenizer) -
 
     encoder, decoder = config.model.encoder, config.model.decoder
     encoder_spec = specs.TransformerEncoderSpec(
-        encoder.layers, encoder.heads, pre_norm=encoder.norm == "pre"
+        encoder.layers,
+        encoder.heads,
+        pre_norm=encoder.norm == "pre",
+        **_position_options(encoder.position_kind, encoder.heads, encoder.emb_dim),
     )
     decoder_spec = specs.TransformerDecoderSpec(
         decoder.layers,
@@ -143,12 +164,13 @@ def transformer_spec(model: Seq2Seq, config: Experiment, tokenizer: Tokenizer) -
         pre_norm=decoder.norm == "pre",
         alignment_layer=-1,
         alignment_heads=decoder.heads,  # the mean over all heads, as word_alignment takes it
+        **_position_options(decoder.positions, decoder.heads, decoder.emb_dim),
     )
     positions = max(MIN_POSITIONS, _longest(config))
     stack = model.encoder.stages[0]
-    _set_input(encoder_spec, model.encoder.embed, encoder.emb_dim, positions)
+    _set_input(encoder_spec, model.encoder.embed, model.encoder.positions, positions)
     _set_stack(encoder_spec, stack.layers, stack.norm)
-    _set_input(decoder_spec, model.decoder.embed, decoder.emb_dim, positions)
+    _set_input(decoder_spec, model.decoder.embed, model.decoder.positions, positions)
     _set_stack(decoder_spec, model.decoder.layers, model.decoder.norm)
     _set_linear(decoder_spec.projection, model.output_layer)
     spec = ct2.specs.TransformerSpec(encoder_spec, decoder_spec)
@@ -193,13 +215,18 @@ def _array(tensor: torch.Tensor) -> np.ndarray:
     return tensor.detach().to("cpu", torch.float32).numpy().copy()
 
 
-def _set_input(spec: Any, embed: nn.Embedding, dim: int, positions: int) -> None:
-    """Embeddings (scaled by sqrt(d) there too) and our interleaved sinusoid table."""
+def _set_input(spec: Any, embed: nn.Embedding, added: nn.Module | None, positions: int) -> None:
+    """Embeddings (scaled by sqrt(d) there too) and the table of the positions added to them,
+    `positions` rows of it: ours, or zeros where positions act inside the attention and
+    CTranslate2 still adds a table (an encoder with rotary positions)."""
     embeddings = spec.embeddings[0] if isinstance(spec.embeddings, list) else spec.embeddings
     embeddings.weight = _array(embed.weight)  # an encoder has a list: one per source factor
-    spec.position_encodings.encodings = _array(
-        sinusoid_positions(positions, dim, torch.device("cpu"))
-    )
+    if not hasattr(spec, "position_encodings"):
+        return
+    table = torch.zeros(positions, embed.embedding_dim)
+    if added is not None:
+        table = added(0, positions, torch.device("cpu"))
+    spec.position_encodings.encodings = _array(table)
 
 
 def _set_stack(spec: Any, layers: nn.ModuleList, final_norm: nn.Module) -> None:
@@ -211,6 +238,10 @@ def _set_stack(spec: Any, layers: nn.ModuleList, final_norm: nn.Module) -> None:
 
 def _set_layer(spec: Any, layer: TransformerLayer) -> None:
     _set_attention(spec.self_attention, layer.attention, fused_kv_only=False)
+    if isinstance(layer.attention.positions, RelativePositions):
+        keys = _array(layer.attention.positions.table.weight)
+        spec.self_attention.relative_position_keys = keys
+        spec.self_attention.relative_position_values = np.zeros_like(keys)  # Shaw's value term
     _set_norm(spec.self_attention.layer_norm, layer.attention_norm)
     if layer.cross_attention is not None:
         _set_attention(spec.attention, layer.cross_attention, fused_kv_only=True)

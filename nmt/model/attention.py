@@ -15,6 +15,7 @@ for every variant, so plots and alignments never ask which kind produced them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
@@ -25,6 +26,7 @@ from torch import nn
 from nmt.config import AttentionConfig
 from nmt.model.dropout import Dropout
 from nmt.model.normalisers import build_normaliser
+from nmt.model.positions import AttentionPositions
 
 
 class Memory(NamedTuple):
@@ -91,10 +93,14 @@ def allowed_positions(
 class Scorer(Protocol):
     heads: int
 
+    def queries(self, query: torch.Tensor) -> torch.Tensor:
+        """query [B, T, Q] -> the scorer's layout of it (e.g. projected, split into heads)."""
+        ...
+
     def keys(self, states: torch.Tensor) -> torch.Tensor: ...
 
-    def scores(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """query [B, T, Q] -> scores [B, T, H, S]."""
+    def scores(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """queries (from `queries`), keys (from `keys`) -> scores [B, T, H, S]."""
         ...
 
 
@@ -109,14 +115,17 @@ class AdditiveScorer(nn.Module):
         self.key_proj = nn.Linear(memory_dim, attn_dim)
         self.energy = nn.Linear(attn_dim, 1, bias=False)
 
+    def queries(self, query: torch.Tensor) -> torch.Tensor:
+        return 2 * self.query_proj(query)  # [B, T, A], doubled for `scores`
+
     def keys(self, states: torch.Tensor) -> torch.Tensor:
         return 2 * self.key_proj(states)  # [B, S, A], doubled for `scores`
 
-    def scores(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    def scores(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """v^T tanh(x) = 2 v^T sigmoid(2x) - sum(v): the constant drops out of the normaliser
         over j (each is shift-invariant), so the weights are the paper's, and sigmoid runs
-        several times faster than tanh on CPUs. The keys come doubled from `keys`."""
-        hidden = torch.sigmoid(2 * self.query_proj(query)[:, :, None, :] + keys[:, None, :, :])
+        several times faster than tanh on CPUs. Queries and keys come doubled."""
+        hidden = torch.sigmoid(queries[:, :, None, :] + keys[:, None, :, :])
         return 2 * self.energy(hidden).transpose(2, 3)  # [B, T, S, 1] -> [B, T, 1, S]
 
 
@@ -131,11 +140,14 @@ class DotScorer(nn.Module):
         self.key_proj = key_proj
         self.scale = dim**-0.5 if scaled else 1.0
 
+    def queries(self, query: torch.Tensor) -> torch.Tensor:
+        return query
+
     def keys(self, states: torch.Tensor) -> torch.Tensor:
         return self.key_proj(states)  # [B, S, Q]
 
-    def scores(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        return (query @ keys.transpose(1, 2))[:, :, None, :] * self.scale  # [B, T, 1, S]
+    def scores(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        return (queries @ keys.transpose(1, 2))[:, :, None, :] * self.scale  # [B, T, 1, S]
 
 
 class MultiHeadScorer(nn.Module):
@@ -148,11 +160,13 @@ class MultiHeadScorer(nn.Module):
         self.key_proj = nn.Linear(memory_dim, attn_dim, bias=False)
         self.scale = (attn_dim // heads) ** -0.5
 
+    def queries(self, query: torch.Tensor) -> torch.Tensor:
+        return split_heads(self.query_proj(query), self.heads)  # [B, H, T, d]
+
     def keys(self, states: torch.Tensor) -> torch.Tensor:
         return split_heads(self.key_proj(states), self.heads)  # [B, H, S, d]
 
-    def scores(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        queries = split_heads(self.query_proj(query), self.heads)  # [B, H, T, d]
+    def scores(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         return (queries @ keys.transpose(2, 3)).transpose(1, 2) * self.scale  # [B, T, H, S]
 
 
@@ -197,9 +211,11 @@ class Attention(nn.Module):
         window: LocalWindow | None = None,
         dropout: float = 0.0,
         normaliser: str = "softmax",
+        positions: AttentionPositions | None = None,
     ):
         super().__init__()
         self.scorer = scorer
+        self.positions = positions
         self.value_proj = value_proj
         self.output_proj = output_proj
         self.window = window
@@ -211,9 +227,12 @@ class Attention(nn.Module):
             normaliser == "softmax" and window is None and isinstance(scorer, MultiHeadScorer)
         )
 
-    def prepare(self, states: torch.Tensor, mask: torch.Tensor | None) -> Memory:
-        """states [B, S, D], mask [B, S] (None: no padding) -> the memory queries attend over."""
+    def prepare(self, states: torch.Tensor, mask: torch.Tensor | None, start: int = 0) -> Memory:
+        """states [B, S, D], mask [B, S] (None: no padding) -> the memory queries attend over.
+        `start`: the position of the first state (a decoder's cache holds the earlier ones)."""
         keys = self.scorer.keys(states)
+        if self.positions is not None:
+            keys = self.positions.keys(keys, start)
         values = split_heads(self.value_proj(states), self.scorer.heads)  # [B, H, S, d_v]
         return Memory(keys, values, mask)
 
@@ -228,12 +247,18 @@ class Attention(nn.Module):
         """
         if memory.rows is not None:
             return self._grouped(query, memory, causal, need_weights)
+        queries, positions = self.scorer.queries(query), memory.keys.size(-2)
+        bias = None
+        if self.positions is not None:  # the queries are the last of the memory's positions
+            queries = self.positions.queries(queries, positions - query.size(1))
+            bias = self.positions.bias(queries, positions)
         if not need_weights and self.fusable:
-            return self._fused(query, memory, causal), None
-        scores = self.scorer.scores(query, memory.keys)
+            return self._fused(queries, memory, causal, bias), None
+        scores = self.scorer.scores(queries, memory.keys)
+        if bias is not None:
+            scores = scores + bias.transpose(-3, -2)  # [B, H, T, S] -> [B, T, H, S]
         if self.window is not None:
             scores = scores + self.window.log_bias(query, memory.mask)
-        positions = scores.size(-1)
         allowed = allowed_positions(memory.mask, query.size(1), positions, causal, query.device)
         weights = self.normaliser(scores, allowed)
         heads = self.dropout(weights).transpose(1, 2) @ memory.values  # [B, H, T, d_v]
@@ -258,15 +283,21 @@ class Attention(nn.Module):
             weights = weights.unflatten(1, (width, length))[memory.rows, slots]  # [N, T, H, S]
         return context, weights
 
-    def _fused(self, query: torch.Tensor, memory: Memory, causal: bool) -> torch.Tensor:
-        queries = split_heads(self.scorer.query_proj(query), self.scorer.heads)  # [B, H, T, d]
+    def _fused(
+        self, queries: torch.Tensor, memory: Memory, causal: bool, bias: torch.Tensor | None
+    ) -> torch.Tensor:
+        """queries [B, H, T, d]; `bias` [B or 1, H, T, S] is added to the scaled scores."""
         dropout = self.dropout.p if self.training else 0.0
-        positions = memory.keys.size(-2)
-        if memory.mask is None and (not causal or positions == query.size(1)):
+        length, positions = queries.size(-2), memory.keys.size(-2)
+        if bias is None and memory.mask is None and (not causal or positions == length):
             allowed = None  # the kernel's own causal mask, or none at all
         else:
-            allowed = allowed_positions(memory.mask, query.size(1), positions, causal, query.device)
-            allowed, causal = allowed.transpose(1, 2), False  # [B, 1, T, S]: heads second
+            allowed = allowed_positions(memory.mask, length, positions, causal, queries.device)
+            if allowed is not None:
+                allowed = allowed.transpose(1, 2)  # [B, 1, T, S]: heads second
+            if bias is not None:
+                allowed = bias if allowed is None else bias.masked_fill(~allowed, -math.inf)
+            causal = False
         heads = F.scaled_dot_product_attention(
             queries,
             memory.keys,

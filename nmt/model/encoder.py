@@ -17,7 +17,8 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from nmt.config import EncoderConfig
 from nmt.model.dropout import Dropout
-from nmt.model.layers import TransformerEncoderStack, sinusoid_positions
+from nmt.model.layers import TransformerEncoderStack
+from nmt.model.positions import absolute_positions
 
 
 @dataclass
@@ -76,8 +77,10 @@ def masked_mean(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 class Encoder(nn.Module):
     """Embeddings, then stages (a BiRNN, self-attention layers, or both) that each refine h_j.
 
-    Without a recurrent stage nothing orders the words, so sinusoidal positions are added, and
-    the decoder starts from the mean annotation instead of the backward RNN state.
+    Without a recurrent stage nothing orders the words, so positions enter: added to the
+    embeddings (scaled by sqrt(d) as the Transformer's are) or inside the self-attention
+    (nmt/model/positions.py); and the decoder starts from the mean annotation instead of the
+    backward RNN state.
     """
 
     def __init__(
@@ -89,13 +92,15 @@ class Encoder(nn.Module):
         dropout: float,
         output_dim: int,
         final_dim: int,
-        positional: bool,
+        positions: nn.Module | None = None,
+        scaled: bool = False,
     ):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)
         self.stages = nn.ModuleList(stages)
         self.dropout = Dropout(dropout)
-        self.positional = positional
+        self.positions = positions
+        self.scaled = scaled
         self.output_dim = output_dim
         self.final_dim = final_dim
 
@@ -103,9 +108,10 @@ class Encoder(nn.Module):
         """src [B, S], lengths [B] -> states [B, S, D], final [B, F]."""
         mask = length_mask(lengths, src.size(1), src.device)
         states = self.embed(src)  # [B, S, E]
-        if self.positional:
+        if self.scaled:
             states = states * math.sqrt(states.size(-1))
-            states = states + sinusoid_positions(src.size(1), states.size(-1), src.device)
+        if self.positions is not None:
+            states = states + self.positions(0, src.size(1), src.device)
         states = self.dropout(states)
         final = None
         for stage in self.stages:
@@ -125,41 +131,35 @@ def _birnn(config: EncoderConfig, vocab_size: int, pad_id: int) -> Encoder:
         config.dropout,
         config.output_dim,
         config.hidden_dim,
-        positional=False,
     )
 
 
 def _self_attention(config: EncoderConfig, vocab_size: int, pad_id: int) -> Encoder:
-    stack = TransformerEncoderStack(
-        config.output_dim, config.layers, config.heads, config.ff_dim, config.dropout, config.norm
-    )
+    positions = absolute_positions(config.position_kind, config.emb_dim, config.max_positions)
     return Encoder(
         vocab_size,
         config.emb_dim,
         pad_id,
-        [stack],
+        [TransformerEncoderStack(config)],
         config.dropout,
         config.output_dim,
         config.output_dim,
-        positional=True,
+        positions,
+        scaled=True,
     )
 
 
 def _birnn_self_attention(config: EncoderConfig, vocab_size: int, pad_id: int) -> Encoder:
     """One BiRNN layer, then `layers` self-attention layers over its states."""
     rnn = BiRNN(config.emb_dim, config.hidden_dim, 1, config.rnn, config.dropout)
-    stack = TransformerEncoderStack(
-        config.output_dim, config.layers, config.heads, config.ff_dim, config.dropout, config.norm
-    )
     return Encoder(
         vocab_size,
         config.emb_dim,
         pad_id,
-        [rnn, stack],
+        [rnn, TransformerEncoderStack(config)],
         config.dropout,
         config.output_dim,
         config.hidden_dim,
-        positional=False,
     )
 
 

@@ -9,32 +9,26 @@ long warmup, which matters when a run is 30 minutes long.
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
-from nmt.config import AttentionConfig
+from nmt.config import AttentionConfig, EncoderConfig
 from nmt.model.attention import Attention, Memory, build_attention
 from nmt.model.dropout import Dropout
+from nmt.model.positions import attention_positions
 
 
-def sinusoid_positions(length: int, dim: int, device: torch.device, start: int = 0) -> torch.Tensor:
-    """Vaswani et al. 2017 position encodings of positions start.., [length, dim]."""
-    position = torch.arange(start, start + length, device=device, dtype=torch.float32)[:, None]
-    rate = torch.exp(torch.arange(0, dim, 2, device=device) * (-math.log(10000.0) / dim))
-    table = torch.zeros(length, dim, device=device)
-    table[:, 0::2] = torch.sin(position * rate)
-    table[:, 1::2] = torch.cos(position * rate[: dim // 2])
-    return table
-
-
-def self_attention(dim: int, heads: int, dropout: float) -> Attention:
-    """Multi-head attention of a sequence over itself: queries, keys and values all projected."""
+def self_attention(
+    dim: int, heads: int, dropout: float, positions: str | None, max_relative_position: int
+) -> Attention:
+    """Multi-head attention of a sequence over itself: queries, keys and values all projected;
+    `positions` of the kinds that act inside attention enter here (nmt/model/positions.py)."""
     config = AttentionConfig(
         type="multihead", attn_dim=dim, heads=heads, kv="separate", dropout=dropout
     )
-    return build_attention(config, dim, dim)
+    attention = build_attention(config, dim, dim)
+    attention.positions = attention_positions(positions, heads, dim // heads, max_relative_position)
+    return attention
 
 
 class TransformerLayer(nn.Module):
@@ -53,9 +47,13 @@ class TransformerLayer(nn.Module):
         attention_dropout: float,
         norm: str = "pre",
         cross_attention: Attention | None = None,
+        positions: str | None = None,
+        max_relative_position: int = 16,
     ):
         super().__init__()
-        self.attention = self_attention(dim, heads, attention_dropout)
+        self.attention = self_attention(
+            dim, heads, attention_dropout, positions, max_relative_position
+        )
         self.attention_norm = nn.LayerNorm(dim)
         self.cross_attention = cross_attention
         self.cross_attention_norm = nn.LayerNorm(dim) if cross_attention is not None else None
@@ -83,7 +81,8 @@ class TransformerLayer(nn.Module):
         return its weights [B, T, H, S] when asked (`need_weights`), else None.
         """
         normed = self._input(x, self.attention_norm)
-        memory = self.attention.prepare(normed, mask)
+        start = 0 if cache is None else cache.keys.size(-2)
+        memory = self.attention.prepare(normed, mask, start)
         if cache is not None:
             memory = cache.extended(memory)
         context, _ = self.attention(normed, memory, causal=self.causal, need_weights=False)
@@ -107,16 +106,26 @@ class TransformerLayer(nn.Module):
 
 
 class TransformerEncoderStack(nn.Module):
-    """Self-attention layers over source states (an encoder stage)."""
+    """The encoder's self-attention layers over source states (an encoder stage), with the
+    encoder's positions where they act inside attention."""
 
-    def __init__(
-        self, dim: int, layers: int, heads: int, ff_dim: int, dropout: float, norm: str = "pre"
-    ):
+    def __init__(self, config: EncoderConfig):
         super().__init__()
+        kind = config.position_kind
         self.layers = nn.ModuleList(
-            TransformerLayer(dim, heads, ff_dim, dropout, dropout, norm) for _ in range(layers)
+            TransformerLayer(
+                config.output_dim,
+                config.heads,
+                config.ff_dim,
+                config.dropout,
+                config.dropout,
+                config.norm,
+                positions=kind,
+                max_relative_position=config.max_relative_position,
+            )
+            for _ in range(config.layers)
         )
-        self.norm = nn.LayerNorm(dim) if norm == "pre" else nn.Identity()
+        self.norm = nn.LayerNorm(config.output_dim) if config.norm == "pre" else nn.Identity()
 
     def forward(
         self, x: torch.Tensor, lengths: torch.Tensor, mask: torch.Tensor, final: torch.Tensor | None

@@ -21,7 +21,8 @@ from nmt.config import AttentionConfig, DecoderConfig
 from nmt.model.attention import Memory, build_attention
 from nmt.model.dropout import Dropout
 from nmt.model.encoder import EncoderOutput
-from nmt.model.layers import TransformerLayer, sinusoid_positions
+from nmt.model.layers import TransformerLayer
+from nmt.model.positions import absolute_positions
 
 
 @dataclass
@@ -57,9 +58,12 @@ class TransformerDecoder(nn.Module):
                 attention.dropout,
                 config.norm,
                 cross_attention=build_attention(attention, dim, dim),
+                positions=config.positions,
+                max_relative_position=config.max_relative_position,
             )
             for _ in range(config.layers)
         )
+        self.positions = absolute_positions(config.positions, dim, config.max_positions)
         self.norm = nn.LayerNorm(dim) if config.norm == "pre" else nn.Identity()
         self.generator = nn.Linear(dim, vocab_size)
         if config.tie_embeddings:
@@ -116,7 +120,9 @@ class TransformerDecoder(nn.Module):
         return logits, next_state, chosen[:, 0]
 
     def _embed(self, tokens: torch.Tensor, start: int) -> torch.Tensor:
-        """Embeddings scaled by sqrt(d) plus the positions start.., [B, T, D]."""
+        """Embeddings scaled by sqrt(d), plus the positions start.. where they are added to
+        the embeddings (the other kinds act in the self-attention), [B, T, D]."""
         embedded = self.embed(tokens) * self.scale
-        positions = sinusoid_positions(tokens.size(1), embedded.size(-1), tokens.device, start)
-        return self.dropout(embedded + positions)
+        if self.positions is not None:
+            embedded = embedded + self.positions(start, tokens.size(1), tokens.device)
+        return self.dropout(embedded)

@@ -148,6 +148,41 @@ def test_int8_runs_with_ctranslate2s_int8_compute_type(exported, corpus_dir):
     assert len(int8.translate(lines)) == len(lines)
 
 
+POSITIONS = {  # both sides' positions: every kind CTranslate2 computes
+    "learned": ("learned", "learned"),
+    "relative": ("relative", "relative"),
+    "rotary": ("rotary", "rotary"),
+    "alibi decoder": ("relative", "alibi"),
+}
+
+
+@pytest.mark.parametrize("sides", list(POSITIONS.values()), ids=list(POSITIONS))
+def test_positions_export_as_ctranslate2_computes_them(sides, tmp_path, corpus_dir, tokenizer):
+    encoder, decoder = sides
+    overrides = [f"model.encoder.positions={encoder}", f"model.decoder.positions={decoder}"]
+    overrides += [
+        f"model.{side}.max_{key}={limit}"
+        for side, kind in zip(("encoder", "decoder"), sides, strict=True)
+        for key, limit in (("positions", 12), ("relative_position", 3))
+        if (kind, key) in (("learned", "positions"), ("relative", "relative_position"))
+    ]
+    config = tiny_experiment(corpus_dir, *TINY_TRANSFORMER, *overrides)
+    checkpoint = perturbed_checkpoint(tmp_path / "model.pt", config, tokenizer)
+    directory = export_ctranslate2(checkpoint, tmp_path / "ct2")
+    lines = (corpus_dir / "test.en").read_text("utf-8").splitlines()
+    expected = Translator.load(checkpoint, beam=1).translate(lines)
+    found = load_ctranslate2_translator(directory, beam=1).translate(lines)
+    assert len({t.text for t in expected}) >= len(lines) // 4
+    assert [t.text for t in found] == [t.text for t in expected]
+    for mine, its in zip(expected, found, strict=True):
+        assert abs(mine.hypotheses[0].score - its.hypotheses[0].score) < 1e-3
+
+
+def test_an_alibi_encoder_is_refused_with_the_reason(corpus_dir):
+    config = tiny_experiment(corpus_dir, *TINY_TRANSFORMER, "model.encoder.positions=alibi")
+    assert "CTranslate2's Transformer encoder has none" in unexportable(config.model)
+
+
 @pytest.fixture(scope="module")
 def rnn_checkpoint(tmp_path_factory, corpus_dir, tokenizer):
     path = tmp_path_factory.mktemp("rnn") / "rnn.pt"

@@ -3,7 +3,6 @@ import torch
 
 from nmt.config import EncoderConfig
 from nmt.model.encoder import ENCODERS, build_encoder
-from nmt.model.layers import sinusoid_positions
 
 SIZES = {  # what each type reads besides emb_dim, layers and dropout
     "birnn": dict(hidden_dim=6),
@@ -51,9 +50,3 @@ def test_self_attention_sees_word_order():
     src, lengths = batch([5])
     flipped = model(src.flip(1), lengths).states.flip(1)
     assert not torch.allclose(model(src, lengths).states, flipped, atol=1e-3)
-
-
-def test_sinusoid_positions_are_bounded_and_distinct():
-    table = sinusoid_positions(50, 8, torch.device("cpu"))
-    assert table.shape == (50, 8) and table.abs().max() <= 1
-    assert torch.cdist(table, table).add(torch.eye(50)).min() > 0

@@ -17,8 +17,20 @@ TRANSFORMER = ModelConfig(
 )
 
 
-def transformer(tiny_config, **model):
+POSITIONS = ["sinusoidal", "learned", "relative", "rotary", "alibi"]
+
+
+def transformer(tiny_config, positions="sinusoidal", **model):
+    """A tiny Transformer with `positions` on both sides (relative ones clipped at 3)."""
     config = dataclasses.replace(TRANSFORMER, **model)
+    keys = {"positions": positions}
+    if positions == "relative":
+        keys["max_relative_position"] = 3
+    config = dataclasses.replace(
+        config,
+        encoder=dataclasses.replace(config.encoder, **keys),
+        decoder=dataclasses.replace(config.decoder, **keys),
+    )
     return tiny_model(dataclasses.replace(tiny_config, model=config)).eval()
 
 
@@ -28,8 +40,9 @@ def batch(lengths, seed):
     return pad(rows, 0), torch.tensor(lengths)
 
 
-def test_no_position_sees_a_later_one(tiny_config):
-    model = transformer(tiny_config)
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_no_position_sees_a_later_one(tiny_config, positions):
+    model = transformer(tiny_config, positions)
     src, lengths = batch([6, 4], seed=1)
     tgt_in, _ = batch([7, 7], seed=2)
     changed = tgt_in.clone()
@@ -41,8 +54,9 @@ def test_no_position_sees_a_later_one(tiny_config):
     assert not torch.allclose(logits[:, 4:], other_logits[:, 4:])
 
 
-def test_step_by_step_log_probabilities_equal_the_teacher_forced_ones(tiny_config):
-    model = transformer(tiny_config)
+@pytest.mark.parametrize("positions", POSITIONS)
+def test_step_by_step_log_probabilities_equal_the_teacher_forced_ones(tiny_config, positions):
+    model = transformer(tiny_config, positions)
     src, lengths = batch([5, 8, 3], seed=3)
     tgt_in, _ = batch([9, 9, 9], seed=4)
     forced = model.teacher_forcing(src, lengths, tgt_in)[0].log_softmax(-1)
