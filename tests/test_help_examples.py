@@ -1,6 +1,7 @@
 """Every command's --help ends with examples that work as printed: run here in a directory laid
 out as `make train` and `nmt train --config configs/demo_transformer.yaml` leave it (tiny
-models in runs/demo and runs/demo_transformer, step checkpoints, test.en and test.de)."""
+models in runs/demo and runs/demo_transformer, step checkpoints, test.en and test.de), plus
+terms.jsonl, the constraints file a user writes for the translate example that reads one."""
 
 import re
 import shlex
@@ -36,6 +37,9 @@ def workdir(tmp_path_factory, corpus_dir):
         shutil.copy(demo / "step-000004.pt", demo / f"step-{step:06d}.pt")
     for lang in ("en", "de"):
         shutil.copy(corpus_dir / f"test.{lang}", root / f"test.{lang}")
+    lines = len((root / "test.en").read_text("utf-8").splitlines())
+    terms = ['{"include": ["hund"]}', "", '{"exclude": ["der"]}'] * lines
+    (root / "terms.jsonl").write_text("\n".join(terms[:lines]) + "\n", "utf-8")
     return root
 
 
