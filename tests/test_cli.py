@@ -135,6 +135,11 @@ def test_help_is_fast_and_shows_examples():
             "model.encoder.positions=alibi",
         ],
         [*TINY_TRANSFORMER, "model.encoder.positions=relative", "model.decoder.positions=rotary"],
+        [
+            "model.attention.coverage=linguistic",
+            "train.coverage_loss=1.0",
+            "decode.coverage_penalty=0.2",
+        ],
     ],
     ids=[
         "dot",
@@ -145,6 +150,7 @@ def test_help_is_fast_and_shows_examples():
         "birnn-selfattn",
         "birnn-selfattn-alibi",
         "transformer-relative-rotary",
+        "coverage",
     ],
 )
 def test_each_variant_trains_through_the_cli(tmp_path, corpus_dir, model):

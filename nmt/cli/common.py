@@ -58,6 +58,16 @@ NoRepeatNgramOption = Annotated[
     ),
 ]
 
+CoveragePenaltyOption = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        metavar="BETA",
+        help="Beam search ranks by GNMT's coverage penalty too, BETA * sum over source words "
+        "of log min(attention received, 1) (0: off; default: decode.coverage_penalty).",
+    ),
+]
+
 WorkersOption = Annotated[
     int | None,
     typer.Option(

@@ -13,6 +13,7 @@ from nmt.cli.common import (
     AlphaOption,
     BatchSizeOption,
     BeamOption,
+    CoveragePenaltyOption,
     MaxSrcLenOption,
     NoRepeatNgramOption,
     QuantizeOption,
@@ -70,6 +71,7 @@ def translate(
     alpha: AlphaOption = None,
     max_src_len: MaxSrcLenOption = None,
     no_repeat_ngram: NoRepeatNgramOption = None,
+    coverage_penalty: CoveragePenaltyOption = None,
     workers: WorkersOption = None,
     nbest: Annotated[
         int | None,
@@ -172,6 +174,7 @@ def translate(
             seed=seed,
             max_src_len=max_src_len,
             no_repeat_ngram=no_repeat_ngram,
+            coverage_penalty=coverage_penalty,
         )
         if engine == "ctranslate2":
             from nmt.export.engine import load_ctranslate2_translator
@@ -283,6 +286,7 @@ def evaluate(
     alpha: AlphaOption = None,
     max_src_len: MaxSrcLenOption = None,
     no_repeat_ngram: NoRepeatNgramOption = None,
+    coverage_penalty: CoveragePenaltyOption = None,
     workers: WorkersOption = None,
     set_: Annotated[
         list[str] | None,
@@ -329,6 +333,7 @@ def evaluate(
             alpha=alpha,
             max_src_len=max_src_len,
             no_repeat_ngram=no_repeat_ngram,
+            coverage_penalty=coverage_penalty,
         )
         _check_eval_options(checkpoint, split, src, hyp, ref, set_, decode, ensemble, workers)
         if hyp:
@@ -504,6 +509,7 @@ def serve(
     ] = None,
     max_src_len: MaxSrcLenOption = None,
     no_repeat_ngram: NoRepeatNgramOption = None,
+    coverage_penalty: CoveragePenaltyOption = None,
     quantize: QuantizeOption = None,
 ) -> None:
     """Serve models over HTTP: OpenNMT-py's API at /translator, a web page at /.
@@ -527,6 +533,12 @@ def serve(
         from nmt.serve.server import Limits, serve
 
         limits = Limits(max_sentences=max_sentences, max_body_bytes=max_body_kib * 1024)
-        serve(checkpoint, host, port, api_key, limits, workers, quantize)
+        given = dict(
+            max_src_len=max_src_len,
+            no_repeat_ngram=no_repeat_ngram,
+            coverage_penalty=coverage_penalty,
+        )
+        decode = {key: value for key, value in given.items() if value is not None}
+        serve(checkpoint, host, port, api_key, limits, workers, quantize, decode)
 
     guarded(action)

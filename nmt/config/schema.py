@@ -222,7 +222,9 @@ class AttentionConfig:
     `normaliser`: scores to weights (nmt/model/normalisers.py): softmax, sparsemax, entmax15
     (sparse: exact zeros), or hard (one position; trained by straight-through Gumbel-softmax
     at a temperature falling from `temperature_start` to `temperature_end` over
-    `temperature_steps` updates).
+    `temperature_steps` updates). `coverage` (nmt/model/coverage.py): how much attention each
+    source word has had so far enters the additive score, as a plain running sum (vector) or
+    divided by a predicted fertility (linguistic).
     """
 
     type: Literal["additive", "dot", "general", "multihead"] = "additive"
@@ -236,9 +238,17 @@ class AttentionConfig:
     temperature_start: float = 1.0
     temperature_end: float = 0.5
     temperature_steps: int = 10_000
+    coverage: Literal["none", "vector", "linguistic"] = "none"
 
     def __post_init__(self) -> None:
         _positive(self, "attn_dim", "heads", "temperature_steps")
+        _require(
+            self.coverage == "none" or self.type == "additive",
+            "coverage",
+            f"enters the additive score v^T tanh(W s + U h_j + w c_j); {self.type!r} scores "
+            "have no place for it. Set type: additive, or coverage: none (the coverage loss "
+            "and penalty, train.coverage_loss and decode.coverage_penalty, work with any type)",
+        )
         _probability(self, "dropout")
         _require(
             0 < self.temperature_end <= self.temperature_start,
@@ -357,6 +367,14 @@ class ModelConfig:
             f"must equal the encoder's state size {memory}, got {query}. Set "
             f"model.decoder.emb_dim: {memory}{encoder.resized_to(query)}",
         )
+        _require(
+            self.attention.coverage == "none" or decoder.type == "rnnsearch",
+            "attention.coverage",
+            "makes each step's attention depend on the attention of the steps before, and a "
+            "Transformer decoder trains all target positions at once. Use decoder type "
+            "rnnsearch, or coverage: none (train.coverage_loss and decode.coverage_penalty "
+            "work with a Transformer)",
+        )
         if self.attention.type == "dot" and self.attention.kv == "shared":
             _require(
                 query == memory,
@@ -396,6 +414,7 @@ class TrainConfig:
     threads: int | None = None
     max_bad_steps: int = 10
     ema_decay: float | None = None  # e.g. 0.999: validate, keep and test a moving average
+    coverage_loss: float = 0.0  # weight of See et al.'s sum of min(attention, coverage)
 
     def __post_init__(self) -> None:
         _positive(self, "max_steps", "batch_tokens", "log_every", "valid_every", "max_bad_steps")
@@ -405,6 +424,11 @@ class TrainConfig:
         _require(self.clip_norm >= 0, "clip_norm", "must be >= 0 (0 turns clipping off)")
         _probability(self, "label_smoothing")
         _require(self.threads is None or self.threads > 0, "threads", "must be positive")
+        _require(
+            self.coverage_loss >= 0,
+            "coverage_loss",
+            f"must be >= 0 (0: none), got {self.coverage_loss}",
+        )
         _require(
             self.ema_decay is None or 0 < self.ema_decay < 1,
             "ema_decay",
@@ -454,6 +478,7 @@ class DecodeConfig:
     max_src_len: int = 250
     no_repeat_ngram: int = 0  # n > 0: no translation repeats an n-gram (0: off)
     max_constraints: int = 16  # phrases one sentence may include or exclude (search cost)
+    coverage_penalty: float = 0.0  # GNMT's beta: rank by + beta * sum_j log min(attention, 1)
 
     def __post_init__(self) -> None:
         _positive(
@@ -467,6 +492,11 @@ class DecodeConfig:
         _require(self.max_len_ratio > 0, "max_len_ratio", "must be positive")
         _require(self.max_len_extra >= 0, "max_len_extra", "must be >= 0")
         _require(self.alpha >= 0, "alpha", f"must be >= 0, got {self.alpha}")
+        _require(
+            self.coverage_penalty >= 0,
+            "coverage_penalty",
+            f"must be >= 0 (0: none), got {self.coverage_penalty}",
+        )
         _require(
             self.sample or self.nbest <= self.beam,
             "nbest",

@@ -88,6 +88,13 @@ class CTranslate2Translator:
                 "CTranslate2 reports no attention here, so alignments and attention maps need "
                 "the checkpoint the model was exported from."
             )
+        if self.decode.coverage_penalty:
+            raise UserError(
+                "CTranslate2 reports no attention here, so it cannot rank by the coverage "
+                f"penalty (decode.coverage_penalty {self.decode.coverage_penalty}); pass "
+                "--coverage-penalty 0, or translate with the --checkpoint the model was "
+                "exported from."
+            )
         if constraints and any(constraints):
             raise UserError(
                 "CTranslate2 decodes no lexical constraints; translate with --constraints "

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from nmt.config import AttentionConfig
+from nmt.model.coverage import Coverage, build_coverage
 from nmt.model.dropout import Dropout
 from nmt.model.normalisers import build_normaliser
 from nmt.model.positions import AttentionPositions
@@ -121,12 +122,17 @@ class AdditiveScorer(nn.Module):
     def keys(self, states: torch.Tensor) -> torch.Tensor:
         return 2 * self.key_proj(states)  # [B, S, A], doubled for `scores`
 
-    def scores(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+    def scores(
+        self, queries: torch.Tensor, keys: torch.Tensor, coverage: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """v^T tanh(x) = 2 v^T sigmoid(2x) - sum(v): the constant drops out of the normaliser
         over j (each is shift-invariant), so the weights are the paper's, and sigmoid runs
-        several times faster than tanh on CPUs. Queries and keys come doubled."""
-        hidden = torch.sigmoid(queries[:, :, None, :] + keys[:, None, :, :])
-        return 2 * self.energy(hidden).transpose(2, 3)  # [B, T, S, 1] -> [B, T, 1, S]
+        several times faster than tanh on CPUs. Queries and keys come doubled; `coverage`,
+        the coverage term w c_ij [B, T, S, A] (nmt/model/coverage.py), is doubled here."""
+        hidden = queries[:, :, None, :] + keys[:, None, :, :]
+        if coverage is not None:
+            hidden = hidden + 2 * coverage
+        return 2 * self.energy(torch.sigmoid(hidden)).transpose(2, 3)  # [B, T, 1, S]
 
 
 class DotScorer(nn.Module):
@@ -212,10 +218,12 @@ class Attention(nn.Module):
         dropout: float = 0.0,
         normaliser: str = "softmax",
         positions: AttentionPositions | None = None,
+        coverage: Coverage | None = None,
     ):
         super().__init__()
         self.scorer = scorer
         self.positions = positions
+        self.coverage = coverage
         self.value_proj = value_proj
         self.output_proj = output_proj
         self.window = window
@@ -237,16 +245,22 @@ class Attention(nn.Module):
         return Memory(keys, values, mask)
 
     def forward(
-        self, query: torch.Tensor, memory: Memory, causal: bool = False, need_weights: bool = True
+        self,
+        query: torch.Tensor,
+        memory: Memory,
+        causal: bool = False,
+        need_weights: bool = True,
+        coverage: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """query [B, T, Q] -> context [B, T, C], weights [B, T, H, S] (None unless needed).
 
         `causal`: the memory's last T positions are the queries' own, and none sees a later one.
-        Without weights to return, multi-head attention runs as one fused
+        `coverage` [B, T, S]: each source position's coverage so far, for an attention built
+        with coverage. Without weights to return, multi-head attention runs as one fused
         `scaled_dot_product_attention`, which never holds the [B, H, T, S] weights in memory.
         """
         if memory.rows is not None:
-            return self._grouped(query, memory, causal, need_weights)
+            return self._grouped(query, memory, causal, need_weights, coverage)
         queries, positions = self.scorer.queries(query), memory.keys.size(-2)
         bias = None
         if self.positions is not None:  # the queries are the last of the memory's positions
@@ -254,7 +268,10 @@ class Attention(nn.Module):
             bias = self.positions.bias(queries, positions)
         if not need_weights and self.fusable:
             return self._fused(queries, memory, causal, bias), None
-        scores = self.scorer.scores(queries, memory.keys)
+        if self.coverage is not None and coverage is not None:
+            scores = self.scorer.scores(queries, memory.keys, self.coverage.term(coverage))
+        else:
+            scores = self.scorer.scores(queries, memory.keys)
         if bias is not None:
             scores = scores + bias.transpose(-3, -2)  # [B, H, T, S] -> [B, T, H, S]
         if self.window is not None:
@@ -265,18 +282,30 @@ class Attention(nn.Module):
         return self._output(heads), weights
 
     def _grouped(
-        self, query: torch.Tensor, memory: Memory, causal: bool, need_weights: bool
+        self,
+        query: torch.Tensor,
+        memory: Memory,
+        causal: bool,
+        need_weights: bool,
+        coverage: torch.Tensor | None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Query rows mapped to memory rows: the queries of each memory row are attended as
-        one padded row of queries, then put back in their own rows."""
+        one padded row of queries (their coverage alike), then put back in their own rows."""
         if causal:
             raise ValueError("causal attention needs one memory row per query row")
         groups, length = memory.keys.size(0), query.size(1)
         slots, width = query_slots(memory.rows, groups)
         grouped = query.new_zeros(groups, width, length, query.size(-1))  # [G, W, T, Q]
         grouped[memory.rows, slots] = query  # query [N, T, Q]
+        if coverage is not None:
+            covered = coverage.new_zeros(groups, width, length, coverage.size(-1))
+            covered[memory.rows, slots] = coverage  # coverage [N, T, S]
+            coverage = covered.flatten(1, 2)
         context, weights = self(
-            grouped.flatten(1, 2), memory._replace(rows=None), need_weights=need_weights
+            grouped.flatten(1, 2),
+            memory._replace(rows=None),
+            need_weights=need_weights,
+            coverage=coverage,
         )
         context = context.unflatten(1, (width, length))[memory.rows, slots]  # [N, T, C]
         if weights is not None:
@@ -334,9 +363,11 @@ def _window(config: AttentionConfig, query_dim: int) -> LocalWindow | None:
 
 
 def _additive(config: AttentionConfig, query_dim: int, memory_dim: int) -> Attention:
-    return _single_head(
+    attention = _single_head(
         AdditiveScorer(query_dim, memory_dim, config.attn_dim), config, query_dim, memory_dim
     )
+    attention.coverage = build_coverage(config.coverage, memory_dim, config.attn_dim)
+    return attention
 
 
 def _dot(config: AttentionConfig, query_dim: int, memory_dim: int) -> Attention:

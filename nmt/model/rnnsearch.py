@@ -16,6 +16,7 @@ from torch import nn
 
 from nmt.config import DecoderConfig
 from nmt.model.attention import Memory
+from nmt.model.coverage import CoverageState
 from nmt.model.dropout import Dropout
 from nmt.model.encoder import EncoderOutput
 
@@ -38,10 +39,15 @@ class GateLinear(nn.Linear):
 class RNNSearchState:
     hidden: torch.Tensor  # [B, H] s_{i-1}
     memory: Memory  # the prepared source side
+    coverage: CoverageState | None = None  # with model.attention.coverage
 
     def select(self, indices: torch.Tensor) -> RNNSearchState:
         """Reorders (or repeats) batch rows, e.g. to follow beam-search back-pointers."""
-        return RNNSearchState(self.hidden.index_select(0, indices), self.memory.select(indices))
+        return RNNSearchState(
+            self.hidden.index_select(0, indices),
+            self.memory.select(indices),
+            None if self.coverage is None else self.coverage.select(indices),
+        )
 
 
 class RNNSearchDecoder(nn.Module):
@@ -76,9 +82,14 @@ class RNNSearchDecoder(nn.Module):
         raise ValueError("an RNNsearch decoder has a single attention, not layers of them")
 
     def init_state(self, encoded: EncoderOutput) -> RNNSearchState:
-        """s_0 = tanh(W_s · backward h_1); the attention prepares its keys once here."""
+        """s_0 = tanh(W_s · backward h_1); the attention prepares its keys once here, and its
+        coverage (if any) starts at nothing covered."""
         hidden = torch.tanh(self.init_proj(encoded.final))
-        return RNNSearchState(hidden, self.attention.prepare(encoded.states, encoded.mask))
+        memory = self.attention.prepare(encoded.states, encoded.mask)
+        coverage = self.attention.coverage
+        return RNNSearchState(
+            hidden, memory, None if coverage is None else coverage.start(encoded.states)
+        )
 
     def forward(
         self, state: RNNSearchState, tgt_in: torch.Tensor, need_weights: bool = True
@@ -91,10 +102,9 @@ class RNNSearchDecoder(nn.Module):
         # zero-filled [B, T, 3H] gradient per step.
         embedding_gates = self.embedding_gates(embedded).unbind(1)  # T × [B, 3H]
         hiddens, contexts, weights = [], [], []
-        hidden = state.hidden
         for step_gates in embedding_gates:
-            hidden, context, weight = self._advance(hidden, state.memory, step_gates)
-            hiddens.append(hidden)
+            state, context, weight = self._advance(state, step_gates)
+            hiddens.append(state.hidden)
             contexts.append(context)
             weights.append(weight)
         features = self._readout(torch.stack(hiddens, 1), embedded, torch.stack(contexts, 1))
@@ -105,24 +115,27 @@ class RNNSearchDecoder(nn.Module):
     ) -> tuple[torch.Tensor, RNNSearchState, torch.Tensor]:
         """One target step. prev_tokens [B] -> logits [B, V], next state, weights [B, H, S]."""
         embedded = self.dropout(self.embed(prev_tokens))  # [B, E]
-        hidden, context, weights = self._advance(
-            state.hidden, state.memory, self.embedding_gates(embedded)
-        )
-        logits = self.generator(self._readout(hidden, embedded, context))
-        return logits, RNNSearchState(hidden, state.memory), weights
+        state, context, weights = self._advance(state, self.embedding_gates(embedded))
+        logits = self.generator(self._readout(state.hidden, embedded, context))
+        return logits, state, weights
 
     def _advance(
-        self, hidden: torch.Tensor, memory: Memory, embedding_gates: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Attend with s_{i-1}, then s_i = GRU([E y_{i-1}; c_i], s_{i-1}). All [B, ·]."""
-        context, weights = self.attention(hidden[:, None, :], memory)  # [B, 1, C], [B, 1, H, S]
-        context, weights = context[:, 0], weights[:, 0]
+        self, state: RNNSearchState, embedding_gates: torch.Tensor
+    ) -> tuple[RNNSearchState, torch.Tensor, torch.Tensor]:
+        """Attend with s_{i-1}, then s_i = GRU([E y_{i-1}; c_i], s_{i-1}); the coverage takes
+        in this step's weights. -> the next state, c_i [B, C], weights [B, H, S]."""
+        hidden, coverage = state.hidden, state.coverage
+        covered = None if coverage is None else coverage.total[:, None, :]
+        context, weights = self.attention(hidden[:, None, :], state.memory, coverage=covered)
+        context, weights = context[:, 0], weights[:, 0]  # [B, C], [B, H, S]
         x_r, x_z, x_n = (embedding_gates + self.context_gates(context)).chunk(3, dim=-1)
         h_r, h_z, h_n = self.hidden_gates(hidden).chunk(3, dim=-1)
         reset = torch.sigmoid(x_r + h_r)
         update = torch.sigmoid(x_z + h_z)
         candidate = torch.tanh(x_n + reset * h_n)
-        return (1 - update) * candidate + update * hidden, context, weights
+        hidden = (1 - update) * candidate + update * hidden
+        coverage = None if coverage is None else coverage.after(weights)
+        return RNNSearchState(hidden, state.memory, coverage), context, weights
 
     def _readout(
         self, hidden: torch.Tensor, embedded: torch.Tensor, context: torch.Tensor

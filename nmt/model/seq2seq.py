@@ -14,6 +14,7 @@ from torch import nn
 
 from nmt.config import ConfigError, ModelConfig
 from nmt.model.attention import build_attention
+from nmt.model.coverage import attention_overlap
 from nmt.model.decoder import Decoder, DecoderState
 from nmt.model.encoder import EncoderOutput, build_encoder
 from nmt.model.initialisation import initialise
@@ -71,14 +72,19 @@ class Seq2Seq(nn.Module):
         tgt_in: torch.Tensor,
         tgt_out: torch.Tensor,
         label_smoothing: float = 0.0,
+        coverage_loss: float = 0.0,
     ) -> torch.Tensor:
         """The summed label-smoothed cross-entropy of the teacher-forced pass over the real
-        target tokens of tgt_out [B, T]; divide by their number yourself."""
+        target tokens of tgt_out [B, T]; divide by their number yourself. `coverage_loss` > 0
+        adds that weight times the coverage loss of the reported attention."""
         state = self.init_state(self.encode(src, src_lengths))
-        features, _ = self.decoder(state, tgt_in, need_weights=False)
-        return vocabulary_loss(
+        features, weights = self.decoder(state, tgt_in, need_weights=coverage_loss > 0)
+        loss = vocabulary_loss(
             features, self.output_layer, tgt_out, self.tgt_pad_id, label_smoothing
         )
+        if coverage_loss > 0:
+            loss = loss + coverage_loss * attention_overlap(weights, tgt_out != self.tgt_pad_id)
+        return loss
 
     def teacher_forcing(
         self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor

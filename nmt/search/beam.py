@@ -28,6 +28,7 @@ from nmt.search.constraints import Constraints, Guide, Progress, satisfies
 from nmt.search.hypothesis import (
     Hypothesis,
     SearchModel,
+    coverage_penalty,
     hypotheses_from_rows,
     length_penalty,
 )
@@ -55,8 +56,13 @@ class FinishedPool:
             count=torch.zeros(batch, dtype=torch.long, device=device),
         )
 
-    def normalised(self, alpha: float) -> torch.Tensor:
-        return self.scores / length_penalty(self.steps, alpha)  # [B * K]
+    def normalised(self, alpha: float, beta: float, real: torch.Tensor) -> torch.Tensor:
+        """What ranks the hypotheses (Hypothesis.normalised_score), [B * K]; `real` [B * K, S]
+        marks source words. -inf where empty."""
+        normalised = self.scores / length_penalty(self.steps, alpha)
+        if beta:
+            normalised = normalised + coverage_penalty(self.attention, beta, real)
+        return normalised
 
 
 @torch.no_grad()
@@ -72,13 +78,17 @@ def beam_search(
     nbest: int = 1,
     no_repeat_ngram: int = 0,
     constraints: Sequence[Constraints | None] | None = None,
+    coverage_penalty: float = 0.0,
 ) -> list[list[Hypothesis]]:
-    """The `nbest` best hypotheses of every sentence, best first by normalised score.
-    `no_repeat_ngram` n > 0: no hypothesis repeats an n-gram (nmt/search/blocking.py).
-    `constraints`: one per sentence (nmt/search/constraints.py); the hypotheses that meet
-    theirs rank first."""
+    """The `nbest` best hypotheses of every sentence, best first by normalised score (plus
+    GNMT's coverage penalty of weight `coverage_penalty`, which is <= 0, so stopping early
+    stays exact). `no_repeat_ngram` n > 0: no hypothesis repeats an n-gram
+    (nmt/search/blocking.py). `constraints`: one per sentence (nmt/search/constraints.py);
+    the hypotheses that meet theirs rank first."""
     batch, device = src.size(0), src.device
     limits = limits.to(device)
+    positions = torch.arange(src.size(1), device=device)[None, :]
+    source_words = positions < src_lengths.to(device).repeat_interleave(beam)[:, None]
     guide = Guide(constraints, limits) if constraints and any(constraints) else None
     # each row's progress through its sentence's included phrases, for dynamic beam allocation
     progress = (
@@ -145,7 +155,7 @@ def beam_search(
         ends = taken & ((token == eos_id) | (t + 1 >= limits[:, None]))
         _finish(pool, ends, first_row, history, attention, top_scores)
         live = top_scores.masked_fill(~taken | ends, float("-inf"))
-        finished = pool.normalised(alpha).view(batch, beam)  # [B, K], -inf where empty
+        finished = pool.normalised(alpha, coverage_penalty, source_words).view(batch, beam)
         nth_best = finished.topk(nbest, dim=1).values[:, -1]  # [B]
         reachable = live.amax(1) / length_penalty(limits, alpha)  # [B]
         live.masked_fill_((nth_best >= reachable)[:, None], float("-inf"))
@@ -153,7 +163,7 @@ def beam_search(
         if alive.numel() == 0:
             break
         state, prev = state.select(compact[rows[alive]]), token.view(-1)[alive]
-    return _best(pool, src_lengths, eos_id, alpha, beam, nbest, guide)
+    return _best(pool, src_lengths, eos_id, (alpha, coverage_penalty), beam, nbest, guide)
 
 
 def _finish(
@@ -180,13 +190,13 @@ def _best(
     pool: FinishedPool,
     src_lengths: torch.Tensor,
     eos_id: int,
-    alpha: float,
+    penalties: tuple[float, float],
     beam: int,
     nbest: int,
     guide: Guide | None = None,
 ) -> list[list[Hypothesis]]:
-    """Each sentence's finished hypotheses, best `nbest` first by normalised score (under
-    constraints, those that meet them first)."""
+    """Each sentence's finished hypotheses, best `nbest` first by normalised score under
+    `penalties` (alpha, beta) (under constraints, those that meet them first)."""
     hypotheses = hypotheses_from_rows(
         pool.tokens,
         pool.scores,
@@ -200,11 +210,11 @@ def _best(
     for sentence, count in enumerate(counts):
         filled = hypotheses[sentence * beam : sentence * beam + count]
         if guide is None:
-            filled.sort(key=lambda h: h.normalised_score(alpha), reverse=True)
+            filled.sort(key=lambda h: h.normalised_score(*penalties), reverse=True)
         else:
             constraints = guide.constraints[sentence]
             filled.sort(
-                key=lambda h: (satisfies(h.tokens, constraints), h.normalised_score(alpha)),
+                key=lambda h: (satisfies(h.tokens, constraints), h.normalised_score(*penalties)),
                 reverse=True,
             )
         result.append(filled[:nbest])

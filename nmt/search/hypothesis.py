@@ -31,9 +31,11 @@ class Hypothesis:
     score: float  # sum of token log-probabilities, eos included when produced
     attention: torch.Tensor  # [steps, H, S_real]: one row per output token, eos included
 
-    def normalised_score(self, alpha: float) -> float:
-        """What beam search ranks finished hypotheses by: score / length_penalty(steps)."""
-        return self.score / length_penalty(self.attention.size(0), alpha)
+    def normalised_score(self, alpha: float, beta: float = 0.0) -> float:
+        """What beam search ranks finished hypotheses by: score / length_penalty(steps),
+        plus the coverage penalty of weight `beta` (0: none)."""
+        penalty = float(coverage_penalty(self.attention, beta)) if beta else 0.0
+        return self.score / length_penalty(self.attention.size(0), alpha) + penalty
 
 
 def length_penalty(steps: Any, alpha: float) -> Any:
@@ -42,6 +44,21 @@ def length_penalty(steps: Any, alpha: float) -> Any:
     Works on ints and on tensors of step counts alike.
     """
     return ((5 + steps) / 6) ** alpha
+
+
+def coverage_penalty(
+    attention: torch.Tensor, beta: float, real: torch.Tensor | None = None
+) -> torch.Tensor:
+    """GNMT (Wu et al. 2016): beta * sum_j log min(sum_i a_ij, 1), over the source words j
+    (`real` [..., S]: which are words, not padding; None: all) of attention [..., T, H, S]
+    (heads averaged; padding steps hold zeros). <= 0: it only lowers a hypothesis that left
+    source words short of one step's worth of attention. A word never attended counts as
+    the log of the smallest float (-87), not -inf, so such hypotheses still rank."""
+    covered = attention.float().sum(-3).mean(-2).clamp(torch.finfo(torch.float32).tiny, 1.0)
+    logs = covered.log()
+    if real is not None:
+        logs = logs.masked_fill(~real, 0.0)
+    return beta * logs.sum(-1)
 
 
 def max_lengths(src_lengths: torch.Tensor, ratio: float, extra: int) -> torch.Tensor:

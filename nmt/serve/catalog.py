@@ -67,6 +67,7 @@ class ServedModel:
                 "sample": decode.sample,
                 "max_src_len": decode.max_src_len,
                 "no_repeat_ngram": decode.no_repeat_ngram,
+                "coverage_penalty": decode.coverage_penalty,
                 "max_constraints": decode.max_constraints,
             },
         }

@@ -152,6 +152,7 @@ class Trainer:
                         batch.tgt_in,
                         batch.tgt_out,
                         train.label_smoothing,
+                        train.coverage_loss,
                     )
                 scaler.scale(loss / (all_tokens / self.ranks.world)).backward()
             total += loss.detach()

@@ -64,7 +64,7 @@ class Candidate:
     """One translation of a sentence."""
 
     text: str  # detokenized
-    score: float  # log-probability / ((5 + steps) / 6) ** alpha: what ranked it
+    score: float  # log-probability / ((5 + steps) / 6) ** alpha (+ coverage penalty): its rank
     hypothesis: Hypothesis  # the search's own: target ids, log-probability, attention
     alignment: str | None = None  # Pharaoh word alignment 'i-j ...', when asked
     attention: AttentionMap | None = None  # when asked
@@ -214,6 +214,7 @@ class Translator:
         sample: bool | None = None,
         max_src_len: int | None = None,
         no_repeat_ngram: int | None = None,
+        coverage_penalty: float | None = None,
         alignments: bool = False,
         attention: bool = False,
         batch_size: int | None = None,
@@ -234,6 +235,7 @@ class Translator:
             sample=sample,
             max_src_len=max_src_len,
             no_repeat_ngram=no_repeat_ngram,
+            coverage_penalty=coverage_penalty,
         )
         call = next(self._calls)
         lines = [sentences] if single else _sentences(sentences)
@@ -340,7 +342,14 @@ class Translator:
             )
         if decode.beam == 1 and not any(c and c.include for c in constraints):
             return [[hypothesis] for hypothesis in greedy_search(*common, **blocking)]
-        return beam_search(*common, decode.beam, decode.alpha, decode.nbest, **blocking)
+        return beam_search(
+            *common,
+            decode.beam,
+            decode.alpha,
+            decode.nbest,
+            coverage_penalty=decode.coverage_penalty,
+            **blocking,
+        )
 
 
 def translate_lines(
@@ -386,7 +395,7 @@ def translate_lines(
             candidates = [
                 Candidate(
                     tokenizer.tgt.decode(hypothesis.tokens),
-                    hypothesis.normalised_score(decode.alpha),
+                    hypothesis.normalised_score(decode.alpha, decode.coverage_penalty),
                     hypothesis,
                     hypothesis_alignment(hypothesis, src_pieces, tokenizer.tgt)
                     if alignments

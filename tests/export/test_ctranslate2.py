@@ -94,6 +94,9 @@ def test_a_target_prefix_gives_our_greedy_continuation(exported, corpus_dir):
     assert all(t.text.startswith(p) for t, p in zip(found, prefixes, strict=True) if p)
     with pytest.raises(UserError, match="CTranslate2 decodes no lexical constraints"):
         theirs.translate(lines[:1], constraints=[{"include": ["hund"]}])
+    penalised = load_ctranslate2_translator(directory, coverage_penalty=0.2)
+    with pytest.raises(UserError, match="--coverage-penalty 0"):
+        penalised.translate(lines[:1])
 
 
 def test_beam_hypotheses_carry_their_own_scores_and_our_ranking(exported, corpus_dir):

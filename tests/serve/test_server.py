@@ -281,6 +281,19 @@ def test_decode_options_replace_every_served_models_settings(checkpoints):
     assert cut.truncated and len(cut.src_ids) == 7
 
 
+def test_the_commands_decode_options_reach_the_server(monkeypatch, checkpoints):
+    from typer.testing import CliRunner
+
+    from nmt.cli import app
+
+    called = {}
+    monkeypatch.setattr("nmt.serve.server.serve", lambda *args: called.update(args=args))
+    options = ["--max-src-len", "7", "--no-repeat-ngram", "3", "--coverage-penalty", "0.2"]
+    result = CliRunner().invoke(app, ["serve", "--checkpoint", str(checkpoints["demo"]), *options])
+    assert result.exit_code == 0, result.output
+    assert called["args"][-1] == {"max_src_len": 7, "no_repeat_ngram": 3, "coverage_penalty": 0.2}
+
+
 def test_an_empty_list_gets_an_empty_answer(server):
     assert server.translate([]) == (200, [])
 
