@@ -217,13 +217,13 @@ class Attention(nn.Module):
         window: LocalWindow | None = None,
         dropout: float = 0.0,
         normaliser: str = "softmax",
-        positions: AttentionPositions | None = None,
-        coverage: Coverage | None = None,
     ):
         super().__init__()
         self.scorer = scorer
-        self.positions = positions
-        self.coverage = coverage
+        # what some builders add: positions to a self-attention (nmt/model/layers.py),
+        # coverage to an additive attention (`_additive`)
+        self.positions: AttentionPositions | None = None
+        self.coverage: Coverage | None = None
         self.value_proj = value_proj
         self.output_proj = output_proj
         self.window = window
