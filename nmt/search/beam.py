@@ -42,6 +42,7 @@ class FinishedPool:
     attention: torch.Tensor  # [B * K, T, H, S]
     steps: torch.Tensor  # [B * K] tokens scored, eos included; 0 for an empty row
     scores: torch.Tensor  # [B * K] sum of log-probabilities; -inf for an empty row
+    coverage: torch.Tensor  # [B * K] coverage penalty, set as a hypothesis finishes
     count: torch.Tensor  # [B] rows filled
 
     @classmethod
@@ -53,16 +54,13 @@ class FinishedPool:
             attention=weights.new_zeros(batch * beam, max_steps, *weights.shape[1:]),
             steps=torch.zeros(batch * beam, dtype=torch.long, device=device),
             scores=torch.full((batch * beam,), float("-inf"), device=device),
+            coverage=torch.zeros(batch * beam, device=device),
             count=torch.zeros(batch, dtype=torch.long, device=device),
         )
 
-    def normalised(self, alpha: float, beta: float, real: torch.Tensor) -> torch.Tensor:
-        """What ranks the hypotheses (Hypothesis.normalised_score), [B * K]; `real` [B * K, S]
-        marks source words. -inf where empty."""
-        normalised = self.scores / length_penalty(self.steps, alpha)
-        if beta:
-            normalised = normalised + coverage_penalty(self.attention, beta, real)
-        return normalised
+    def normalised(self, alpha: float) -> torch.Tensor:
+        """What ranks the hypotheses (Hypothesis.normalised_score), [B * K]; -inf where empty."""
+        return self.scores / length_penalty(self.steps, alpha) + self.coverage
 
 
 @torch.no_grad()
@@ -87,8 +85,11 @@ def beam_search(
     the hypotheses that meet theirs rank first."""
     batch, device = src.size(0), src.device
     limits = limits.to(device)
-    positions = torch.arange(src.size(1), device=device)[None, :]
-    source_words = positions < src_lengths.to(device).repeat_interleave(beam)[:, None]
+    penalised = None  # with a coverage penalty: (its weight, [B * K, S] True on source words)
+    if coverage_penalty:
+        positions = torch.arange(src.size(1), device=device)[None, :]
+        words = positions < src_lengths.to(device).repeat_interleave(beam)[:, None]
+        penalised = (coverage_penalty, words)
     guide = Guide(constraints, limits) if constraints and any(constraints) else None
     # each row's progress through its sentence's included phrases, for dynamic beam allocation
     progress = (
@@ -153,9 +154,9 @@ def beam_search(
         attention = torch.cat([attention.index_select(0, rows), step_attention], 1)
         taken = (rank < (beam - pool.count)[:, None]) & (top_scores > float("-inf"))
         ends = taken & ((token == eos_id) | (t + 1 >= limits[:, None]))
-        _finish(pool, ends, first_row, history, attention, top_scores)
+        _finish(pool, ends, first_row, history, attention, top_scores, penalised)
         live = top_scores.masked_fill(~taken | ends, float("-inf"))
-        finished = pool.normalised(alpha, coverage_penalty, source_words).view(batch, beam)
+        finished = pool.normalised(alpha).view(batch, beam)  # [B, K], -inf where empty
         nth_best = finished.topk(nbest, dim=1).values[:, -1]  # [B]
         reachable = live.amax(1) / length_penalty(limits, alpha)  # [B]
         live.masked_fill_((nth_best >= reachable)[:, None], float("-inf"))
@@ -173,8 +174,11 @@ def _finish(
     history: torch.Tensor,
     attention: torch.Tensor,
     scores: torch.Tensor,
+    penalised: tuple[float, torch.Tensor] | None,
 ) -> None:
-    """Moves the candidates marked in `ends` [B, K] into the next free rows of the pool."""
+    """Moves the candidates marked in `ends` [B, K] into the next free rows of the pool,
+    with their coverage penalty (`penalised`: its weight and the source words), computed
+    once, as the attention of a finished hypothesis never changes."""
     slots = first_row + pool.count[:, None] + ends.long().cumsum(1) - 1  # [B, K]
     source = ends.view(-1).nonzero().squeeze(1)  # candidate rows that end now
     target = slots.view(-1)[source]
@@ -183,6 +187,9 @@ def _finish(
     pool.attention[target, :steps] = attention[source]
     pool.steps[target] = steps
     pool.scores[target] = scores.view(-1)[source]
+    if penalised is not None:
+        beta, words = penalised
+        pool.coverage[target] = coverage_penalty(attention[source], beta, words[source])
     pool.count += ends.sum(1)
 
 
