@@ -1,5 +1,10 @@
 """Each model family and attention normaliser learns the demo corpus through the real command
-line: the test BLEU that `nmt train` reports (beam 5 over the 500 unseen test sentences)."""
+line: the test BLEU that `nmt train` reports (beam 5 over the 500 unseen test sentences).
+
+Each run takes minutes on 2 cores, so the default suite trains the Transformer and RNNsearch
+with softmax; the other normalisers, whose maths tests/model/test_normalisers.py checks
+against references, learn the corpus under `make test-slow`.
+"""
 
 import json
 
@@ -9,7 +14,10 @@ from conftest import train_demo
 
 STEPS = "train.max_steps=700"
 # RNNsearch (the demo config's model) with each attention normaliser
-NORMALISERS = ["softmax", "sparsemax", "entmax15", "hard"]
+NORMALISERS = [
+    "softmax",
+    *(pytest.param(name, marks=pytest.mark.slow) for name in ("sparsemax", "entmax15", "hard")),
+]
 
 
 def reported_test(run_dir) -> dict:

@@ -42,6 +42,7 @@ def test_the_examples_of_docs_python_md_run(tmp_path, monkeypatch, capsys):
     steps, heads, sources = translation.attention.weights.shape
     assert (steps, heads) == (len(translation.attention.tgt_tokens), 1)
     assert sources == len(translation.attention.src_tokens)
+    assert namespace["constrained"].constraints_met is not None
 
 
 def test_import_nmt_is_light_and_names_its_api():
