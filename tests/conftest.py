@@ -147,6 +147,29 @@ def tokenizer(corpus_dir, tmp_path_factory) -> Tokenizer:
     return build_tokenizer(config, src, tgt, tmp_path_factory.mktemp("spm"))
 
 
+@pytest.fixture(scope="session")
+def separate_tokenizer(corpus_dir, tmp_path_factory) -> Tokenizer:
+    """Source and target SentencePiece models of their own: English pieces German lacks."""
+    config = dataclasses.replace(load_config(TINY_CONFIG).tokenizer, joint=False)
+    src = (corpus_dir / "train.en").read_text("utf-8").splitlines()
+    tgt = (corpus_dir / "train.de").read_text("utf-8").splitlines()
+    return build_tokenizer(config, src, tgt, tmp_path_factory.mktemp("spm-separate"))
+
+
+def copy_model(
+    corpus: Path, tokenizer: Tokenizer, *extra: str, gate: float | None = None
+) -> Seq2Seq:
+    """An untrained copy model of the tiny experiment in eval mode; `gate` fixes the logit
+    of p_gen (60: it never copies, -60: it only copies)."""
+    torch.manual_seed(0)
+    config = tiny_experiment(corpus, "model.copy=true", *extra)
+    model = build_model(config.model, tokenizer.src, tokenizer.tgt).eval()
+    if gate is not None:
+        model.copy.gate.weight.data.zero_()
+        model.copy.gate.bias.data.fill_(gate)
+    return model
+
+
 def write_code_running_checkpoint(path: Path, marker: Path) -> None:
     """A checkpoint whose unpickling would create `marker`: loading it must be refused."""
 

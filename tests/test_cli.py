@@ -140,6 +140,8 @@ def test_help_is_fast_and_shows_examples():
             "train.coverage_loss=1.0",
             "decode.coverage_penalty=0.2",
         ],
+        ["model.copy=true", "tokenizer.joint=false"],
+        [*TINY_TRANSFORMER, "model.copy=true", "model.copy_layer=1"],
     ],
     ids=[
         "dot",
@@ -151,6 +153,8 @@ def test_help_is_fast_and_shows_examples():
         "birnn-selfattn-alibi",
         "transformer-relative-rotary",
         "coverage",
+        "copy-two-vocabularies",
+        "transformer-copy",
     ],
 )
 def test_each_variant_trains_through_the_cli(tmp_path, corpus_dir, model):

@@ -435,7 +435,8 @@ def score(
     source line, for filtering a corpus or reranking.
 
     One line per pair: the total log-probability (eos included) and the mean per token, tab
-    separated; with --json an object with total, mean, tokens and log_probs. A blank source
+    separated; with --json an object with total, mean, tokens and log_probs (and a copy
+    model's p_gen, each token's probability of being generated, not copied). A blank source
     line gives a blank line (null with --json). Repeated --checkpoint scores with the
     ensemble, as nmt translate combines it.
 
@@ -463,7 +464,10 @@ def score(
             for pair in scores:
                 if as_json:
                     fields = {"total": pair.total, "mean": pair.mean, "tokens": pair.tokens}
-                    line = json.dumps({**fields, "log_probs": pair.log_probs}, ensure_ascii=False)
+                    fields["log_probs"] = pair.log_probs
+                    if pair.p_gen is not None:
+                        fields["p_gen"] = pair.p_gen
+                    line = json.dumps(fields, ensure_ascii=False)
                 else:
                     line = "" if pair.total is None else f"{pair.total:.4f}\t{pair.mean:.4f}"
                 sink.write(line + "\n")

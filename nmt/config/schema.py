@@ -344,12 +344,17 @@ class DecoderConfig:
 class ModelConfig:
     """`attention` is the decoder's attention over the source (a Transformer's cross-attention).
     `share_embeddings`: source and target embeddings are one matrix, which needs a joint
-    SentencePiece model; with decoder.tie_embeddings the output projection is it too."""
+    SentencePiece model; with decoder.tie_embeddings the output projection is it too.
+    `copy`: a pointer-generator (nmt/model/copy.py) that mixes copying source pieces into the
+    output; a Transformer copies with the head average of decoder layer `copy_layer` (1 to
+    layers, null: the last)."""
 
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
     decoder: DecoderConfig = field(default_factory=DecoderConfig)
     attention: AttentionConfig = field(default_factory=AttentionConfig)
     share_embeddings: bool = False
+    copy: bool = False
+    copy_layer: int | None = None
 
     def __post_init__(self) -> None:
         encoder, decoder = self.encoder, self.decoder
@@ -366,6 +371,19 @@ class ModelConfig:
             f"a Transformer decoder adds the attention's context to its states, so its width "
             f"must equal the encoder's state size {memory}, got {query}. Set "
             f"model.decoder.emb_dim: {memory}{encoder.resized_to(query)}",
+        )
+        _unused(
+            self,
+            "copy_layer",
+            self.copy and decoder.type == "transformer",
+            "only a copy model with a Transformer decoder copies with one of its layers",
+            "set model.copy: true with model.decoder.type: transformer",
+        )
+        _require(
+            self.copy_layer is None or 1 <= self.copy_layer <= decoder.layers,
+            "copy_layer",
+            f"must be a decoder layer, 1 to {decoder.layers} (null: the last), got "
+            f"{self.copy_layer}",
         )
         _require(
             self.attention.coverage == "none" or decoder.type == "rnnsearch",

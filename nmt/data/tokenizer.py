@@ -35,6 +35,7 @@ class Vocab:
         self.pad_id = _own_or(self.processor.pad_id(), extra)
         self.bos_id = _own_or(self.processor.bos_id(), extra)
         self.eos_id = _own_or(self.processor.eos_id(), extra)
+        self.unk_id = self.processor.unk_id()
         self.size = max(size - 1, self.pad_id, self.bos_id, self.eos_id) + 1
 
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
@@ -54,14 +55,32 @@ class Vocab:
             num_threads=1,
         )
 
-    def decode(self, ids: Sequence[int]) -> str:
+    def decode(self, ids: Sequence[int], copied: Sequence[str] = ()) -> str:
+        """The text of ids. Ids from `size` on are source pieces a copy model copied
+        (nmt/model/copy.py): id `size + j` is `copied[j]`, the piece at source position j."""
         specials = {self.pad_id, self.bos_id, self.eos_id}
-        return self.processor.decode([i for i in ids if i not in specials])
+        ids = [i for i in ids if i not in specials]
+        if all(i < self.size for i in ids):
+            return self.processor.decode(ids)
+        pieces = [self._piece(i, copied) for i in ids]
+        if ids[0] >= self.size:  # the text starts without the word boundary mark, as decode's
+            pieces[0] = pieces[0].removeprefix("▁")
+        # SentencePiece keeps a piece it does not know as it is, word boundary marks included
+        known = [i < self.size for i in ids]
+        return self.processor.decode_pieces(
+            [
+                piece if own else piece.replace("▁", " ")
+                for piece, own in zip(pieces, known, strict=True)
+            ]
+        )
 
-    def pieces(self, ids: Sequence[int]) -> list[str]:
-        return [self._piece(i) for i in ids]
+    def pieces(self, ids: Sequence[int], copied: Sequence[str] = ()) -> list[str]:
+        """The pieces of ids; `copied` as for `decode`."""
+        return [self._piece(i, copied) for i in ids]
 
-    def _piece(self, index: int) -> str:
+    def _piece(self, index: int, copied: Sequence[str] = ()) -> str:
+        if index >= self.size:
+            return copied[index - self.size]
         names = {self.pad_id: "<pad>", self.bos_id: "<s>", self.eos_id: "</s>"}
         return names.get(index) or self.processor.id_to_piece(index)
 

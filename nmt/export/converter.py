@@ -119,6 +119,11 @@ def unexportable(config: ModelConfig) -> str | None:
         )
     if attention.type != "multihead":
         return f"its cross-attention is {attention.type}, not multihead"
+    if config.copy:
+        return (
+            "it copies from the source (model.copy: true), and CTranslate2's decoder has no "
+            "pointer-generator"
+        )
     needs = {  # key: (the value CTranslate2 computes, how to say it)
         "normaliser": ("softmax", "softmax"),
         "kv": ("separate", "separate key and value projections (separate)"),

@@ -39,14 +39,16 @@ class Decoder(Protocol):
 
     def forward(
         self, state: DecoderState, tgt_in: torch.Tensor, need_weights: bool = True
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """Teacher forcing. tgt_in [B, T] -> output features [B, T, D] (logits are
-        `generator(features)`, left to the loss to fuse), attention weights [B, T, H, S];
-        a decoder may return None for the weights when they are not needed."""
+        `generator(features)`, left to the loss to fuse), the reported attention weights
+        [B, T, H, S] (a decoder may return None when they are not needed) and the weights a
+        copy model copies with (None where the decoder has no copy layer)."""
         ...
 
     def step(
         self, state: DecoderState, prev_tokens: torch.Tensor
-    ) -> tuple[torch.Tensor, DecoderState, torch.Tensor]:
-        """One target step. prev_tokens [B] -> logits [B, V], next state, weights [B, H, S]."""
+    ) -> tuple[torch.Tensor, DecoderState, torch.Tensor, torch.Tensor | None]:
+        """One target step. prev_tokens [B] -> output features [B, D], next state, reported
+        weights [B, H, S], the weights to copy with [B, H, S] (or None, as in `forward`)."""
         ...

@@ -26,6 +26,7 @@ class EncoderOutput:
     states: torch.Tensor  # [B, S, D] annotations h_j
     mask: torch.Tensor  # [B, S] True on real tokens
     final: torch.Tensor  # [B, F] summary that initialises the decoder
+    src: torch.Tensor | None = None  # [B, S] the source ids, kept where a copy model needs them
 
 
 def length_mask(lengths: torch.Tensor, width: int, device: torch.device) -> torch.Tensor:

@@ -93,10 +93,11 @@ class RNNSearchDecoder(nn.Module):
 
     def forward(
         self, state: RNNSearchState, tgt_in: torch.Tensor, need_weights: bool = True
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Teacher forcing. tgt_in [B, T] -> output features [B, T, out_dim] (logits are
-        `generator(features)`), attention weights [B, T, H, S]. Each step's query needs the
-        step before, so the weights come at no extra cost and `need_weights` changes nothing."""
+        `generator(features)`), attention weights [B, T, H, S], twice: the one attention is
+        also the one a copy model copies with. Each step's query needs the step before, so
+        the weights come at no extra cost and `need_weights` changes nothing."""
         embedded = self.dropout(self.embed(tgt_in))  # [B, T, E]
         # unbind, not [:, i]: its backward stacks the step gradients once, where [:, i] adds a
         # zero-filled [B, T, 3H] gradient per step.
@@ -108,16 +109,17 @@ class RNNSearchDecoder(nn.Module):
             contexts.append(context)
             weights.append(weight)
         features = self._readout(torch.stack(hiddens, 1), embedded, torch.stack(contexts, 1))
-        return features, torch.stack(weights, 1)
+        stacked = torch.stack(weights, 1)
+        return features, stacked, stacked
 
     def step(
         self, state: RNNSearchState, prev_tokens: torch.Tensor
-    ) -> tuple[torch.Tensor, RNNSearchState, torch.Tensor]:
-        """One target step. prev_tokens [B] -> logits [B, V], next state, weights [B, H, S]."""
+    ) -> tuple[torch.Tensor, RNNSearchState, torch.Tensor, torch.Tensor]:
+        """One target step. prev_tokens [B] -> output features [B, out_dim], next state,
+        attention weights [B, H, S] (twice, as in `forward`)."""
         embedded = self.dropout(self.embed(prev_tokens))  # [B, E]
         state, context, weights = self._advance(state, self.embedding_gates(embedded))
-        logits = self.generator(self._readout(state.hidden, embedded, context))
-        return logits, state, weights
+        return self._readout(state.hidden, embedded, context), state, weights, weights
 
     def _advance(
         self, state: RNNSearchState, embedding_gates: torch.Tensor

@@ -2,11 +2,14 @@
 
 Search is written against `encode`, `init_state` and `step`; training calls the model itself,
 which returns the loss: the vocabulary projection is fused with the loss (nmt/model/loss.py),
-so nothing outside this package touches the output layer.
+so nothing outside this package touches the output layer. A copy model (nmt/model/copy.py)
+scores V + S columns in search, the last S for source pieces the target vocabulary lacks.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from typing import Protocol
 
 import torch
@@ -14,6 +17,7 @@ from torch import nn
 
 from nmt.config import ConfigError, ModelConfig
 from nmt.model.attention import build_attention
+from nmt.model.copy import Copy, CopyState, copy_loss
 from nmt.model.coverage import attention_overlap
 from nmt.model.decoder import Decoder, DecoderState
 from nmt.model.encoder import EncoderOutput, build_encoder
@@ -28,14 +32,20 @@ class Vocabulary(Protocol):
 
     size: int
     pad_id: int
+    unk_id: int
+
+    def pieces(self, ids: Sequence[int]) -> list[str]: ...
 
 
 class Seq2Seq(nn.Module):
-    def __init__(self, encoder: nn.Module, decoder: Decoder, tgt_pad_id: int):
+    def __init__(
+        self, encoder: nn.Module, decoder: Decoder, tgt_pad_id: int, copy: Copy | None = None
+    ):
         super().__init__()
         self.encoder = encoder
         self.decoder = decoder
         self.tgt_pad_id = tgt_pad_id
+        self.copy = copy
 
     @property
     def output_layer(self) -> nn.Linear:
@@ -50,20 +60,40 @@ class Seq2Seq(nn.Module):
 
     def choose_attention_layer(self, number: int) -> None:
         """Which of those layers' weights `step` and `teacher_forcing` report, 1 to
-        attention_layers (default: the last); a ValueError for any other number."""
+        attention_layers (default: the last, or the one a copy model copies with); a
+        ValueError for any other number. A copy model copies with its copy layer regardless."""
         self.decoder.choose_attention_layer(number)
 
     def encode(self, src: torch.Tensor, src_lengths: torch.Tensor) -> EncoderOutput:
-        return self.encoder(src, src_lengths)
+        encoded = self.encoder(src, src_lengths)
+        return encoded if self.copy is None else dataclasses.replace(encoded, src=src)
 
     def init_state(self, encoded: EncoderOutput) -> DecoderState:
-        return self.decoder.init_state(encoded)
+        state = self.decoder.init_state(encoded)
+        if self.copy is None:
+            return state
+        return CopyState(state, self.copy.source_ids(encoded.src))
 
     def step(
         self, state: DecoderState, prev_tokens: torch.Tensor
     ) -> tuple[torch.Tensor, DecoderState, torch.Tensor]:
-        """prev_tokens [B] -> logits [B, V], next state, attention weights [B, H, S]."""
-        return self.decoder.step(state, prev_tokens)
+        """prev_tokens [B] -> logits [B, V], next state, attention weights [B, H, S]; a copy
+        model's log-probabilities [B, V + S] instead of logits."""
+        if self.copy is None:
+            features, state, weights, _ = self.decoder.step(state, prev_tokens)
+            return self.output_layer(features), state, weights
+        copy = self.copy
+        prev_tokens = prev_tokens.masked_fill(prev_tokens >= copy.vocab_size, copy.unk_id)
+        features, decoder_state, weights, copying = self.decoder.step(state.decoder, prev_tokens)
+        ids = state.source_ids
+        log_probs = copy.log_probs(
+            self.output_layer(features),
+            features,
+            copying.mean(1),
+            ids,
+            copy.vocab_size + ids.size(1),
+        )
+        return log_probs, CopyState(decoder_state, ids), weights
 
     def forward(
         self,
@@ -77,11 +107,23 @@ class Seq2Seq(nn.Module):
         """The summed label-smoothed cross-entropy of the teacher-forced pass over the real
         target tokens of tgt_out [B, T]; divide by their number yourself. `coverage_loss` > 0
         adds that weight times the coverage loss of the reported attention."""
-        state = self.init_state(self.encode(src, src_lengths))
-        features, weights = self.decoder(state, tgt_in, need_weights=coverage_loss > 0)
-        loss = vocabulary_loss(
-            features, self.output_layer, tgt_out, self.tgt_pad_id, label_smoothing
-        )
+        state = self.decoder.init_state(self.encoder(src, src_lengths))
+        features, weights, copying = self.decoder(state, tgt_in, need_weights=coverage_loss > 0)
+        if self.copy is None:
+            loss = vocabulary_loss(
+                features, self.output_layer, tgt_out, self.tgt_pad_id, label_smoothing
+            )
+        else:
+            loss = copy_loss(
+                features,
+                self.output_layer,
+                self.copy,
+                copying.mean(2),
+                self.copy.training_ids(src),
+                tgt_out,
+                self.tgt_pad_id,
+                label_smoothing,
+            )
         if coverage_loss > 0:
             loss = loss + coverage_loss * attention_overlap(weights, tgt_out != self.tgt_pad_id)
         return loss
@@ -89,9 +131,41 @@ class Seq2Seq(nn.Module):
     def teacher_forcing(
         self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits [B, T, V] and attention weights [B, T, H, S] of all target positions at once."""
-        features, weights = self.decoder(self.init_state(self.encode(src, src_lengths)), tgt_in)
-        return self.output_layer(features), weights
+        """Logits [B, T, V] (a copy model's log-probabilities [B, T, V + S], as `step` gives
+        them) and attention weights [B, T, H, S] of all target positions at once."""
+        features, weights, copying = self._teacher_forced(src, src_lengths, tgt_in)
+        logits = self.output_layer(features)
+        if self.copy is None:
+            return logits, weights
+        ids = self.copy.source_ids(src)
+        log_probs = self.copy.log_probs(
+            logits,
+            features,
+            copying.mean(2),
+            ids[:, None, :].expand(-1, tgt_in.size(1), -1),
+            self.copy.vocab_size + ids.size(1),
+        )
+        return log_probs, weights
+
+    def copy_gates(
+        self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor
+    ) -> torch.Tensor:
+        """A copy model's p_gen [B, T] at each target position, teacher-forced: how much of
+        each token's probability came from the vocabulary rather than from copying."""
+        if self.copy is None:
+            raise ValueError("this model does not copy")
+        features, _, _ = self._teacher_forced(src, src_lengths, tgt_in)
+        return torch.sigmoid(self.copy.gates(features).float())
+
+    def _teacher_forced(
+        self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The decoder's teacher-forced features, reported and copy weights; extended ids in
+        tgt_in (copied pieces) enter as <unk>, as in `step`."""
+        if self.copy is not None:
+            tgt_in = tgt_in.masked_fill(tgt_in >= self.copy.vocab_size, self.copy.unk_id)
+        state = self.decoder.init_state(self.encoder(src, src_lengths))
+        return self.decoder(state, tgt_in)
 
 
 def build_model(config: ModelConfig, src: Vocabulary, tgt: Vocabulary) -> Seq2Seq:
@@ -113,6 +187,19 @@ def build_model(config: ModelConfig, src: Vocabulary, tgt: Vocabulary) -> Seq2Se
                 "target entries; train with tokenizer.joint: true",
             )
         encoder.embed.weight = decoder.embed.weight
-    model = Seq2Seq(encoder, decoder, tgt.pad_id)
+    copy = None
+    if config.copy:
+        copy = Copy(
+            decoder.generator.in_features,
+            src.pieces(range(src.size)),
+            tgt.pieces(range(tgt.size)),
+            tgt.unk_id,
+        )
+        if isinstance(decoder, TransformerDecoder):
+            # what plots and alignments show by default is the attention it copies with
+            decoder.copy_layer = decoder.attention_layer = (
+                config.copy_layer or len(decoder.layers)
+            ) - 1
+    model = Seq2Seq(encoder, decoder, tgt.pad_id, copy)
     initialise(model)
     return model

@@ -6,7 +6,8 @@ Training runs every target position at once under a causal mask. Search runs one
 at a time: each layer's self-attention keys and values of the positions so far are cached
 in the decoder state, so a step costs one position's work, and `select` reorders the caches
 with the rest of the state for beam search. Attention weights, for plots and alignments,
-come from the attention over the source of one layer (`attention_layer`, default the last).
+come from the attention over the source of one layer (`attention_layer`, default the last);
+a copy model copies with the head average of another (`copy_layer`), reported beside them.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class TransformerDecoder(nn.Module):
         if config.tie_embeddings:
             self.generator.weight = self.embed.weight
         self.attention_layer = config.layers - 1
+        self.copy_layer: int | None = None  # the layer a copy model copies with, set by its builder
 
     @property
     def attention_layers(self) -> int:
@@ -91,33 +93,38 @@ class TransformerDecoder(nn.Module):
 
     def forward(
         self, state: TransformerState, tgt_in: torch.Tensor, need_weights: bool = True
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """Teacher forcing. tgt_in [B, T] -> output features [B, T, D] (logits are
-        `generator(features)`), the chosen layer's weights [B, T, H, S] (None unless needed)."""
+        `generator(features)`), the chosen layer's weights [B, T, H, S] (None unless needed)
+        and the copy layer's (None without one)."""
         x = self._embed(tgt_in, 0)
-        chosen = None
+        chosen = copying = None
         for index, (layer, source) in enumerate(zip(self.layers, state.sources, strict=True)):
-            wanted = need_weights and index == self.attention_layer
-            x, _, weights = layer(x, None, source=source, need_weights=wanted)
-            chosen = weights if wanted else chosen
-        return self.norm(x), chosen
+            chosen_here = need_weights and index == self.attention_layer
+            x, _, weights = layer(
+                x, None, source=source, need_weights=chosen_here or index == self.copy_layer
+            )
+            chosen = weights if chosen_here else chosen
+            copying = weights if index == self.copy_layer else copying
+        return self.norm(x), chosen, copying
 
     def step(
         self, state: TransformerState, prev_tokens: torch.Tensor
-    ) -> tuple[torch.Tensor, TransformerState, torch.Tensor]:
-        """One target step. prev_tokens [B] -> logits [B, V], next state, weights [B, H, S]."""
+    ) -> tuple[torch.Tensor, TransformerState, torch.Tensor, torch.Tensor | None]:
+        """One target step. prev_tokens [B] -> output features [B, D], next state, the
+        chosen layer's weights [B, H, S] and the copy layer's (None without one)."""
         x = self._embed(prev_tokens[:, None], state.position)
-        caches, chosen = [], None
+        caches, chosen, copying = [], None, None
         for index, (layer, source, cache) in enumerate(
             zip(self.layers, state.sources, state.caches, strict=True)
         ):
-            wanted = index == self.attention_layer
+            wanted = index in (self.attention_layer, self.copy_layer)
             x, memory, weights = layer(x, None, cache, source, need_weights=wanted)
             caches.append(memory)
-            chosen = weights if wanted else chosen
-        logits = self.generator(self.norm(x[:, 0]))
+            chosen = weights[:, 0] if index == self.attention_layer else chosen
+            copying = weights[:, 0] if index == self.copy_layer else copying
         next_state = TransformerState(state.sources, tuple(caches), state.position + 1)
-        return logits, next_state, chosen[:, 0]
+        return self.norm(x[:, 0]), next_state, chosen, copying
 
     def _embed(self, tokens: torch.Tensor, start: int) -> torch.Tensor:
         """Embeddings scaled by sqrt(d), plus the positions start.. where they are added to

@@ -43,13 +43,34 @@ class Ensemble(nn.Module):
         The mean of log-probabilities is not normalised; search applies log_softmax to it
         like to any logits, which makes it the normalised geometric mean of the members.
         Members may have different numbers of heads, so the weights are the mean over
-        members of each member's head average: one head.
+        members of each member's head average: one head. Beside a copy model (V + S
+        columns, nmt/model/copy.py) a member that does not copy reads a copied piece as
+        <unk> and gives each such column its <unk> log-probability.
         """
+        copy = next((m.copy for m in self.members if getattr(m, "copy", None) is not None), None)
         outputs = [
-            member.step(member_state, prev_tokens)
+            member.step(member_state, _member_tokens(member, prev_tokens, copy))
             for member, member_state in zip(self.members, state.members, strict=True)
         ]
-        log_probs = torch.stack([logits.float().log_softmax(-1) for logits, _, _ in outputs])
+        width = max(logits.size(1) for logits, _, _ in outputs)
+        log_probs = torch.stack(
+            [_widened(logits.float().log_softmax(-1), width, copy) for logits, _, _ in outputs]
+        )
         weights = torch.stack([weights.mean(1) for _, _, weights in outputs])  # [M, B, S]
         next_state = EnsembleState(tuple(member_state for _, member_state, _ in outputs))
         return log_probs.mean(0), next_state, weights.mean(0)[:, None, :]
+
+
+def _member_tokens(member: nn.Module, tokens: torch.Tensor, copy: Any) -> torch.Tensor:
+    """The previous tokens for a member: one that does not copy reads a copied piece as <unk>."""
+    if copy is None or getattr(member, "copy", None) is not None:
+        return tokens
+    return tokens.masked_fill(tokens >= copy.vocab_size, copy.unk_id)
+
+
+def _widened(log_probs: torch.Tensor, width: int, copy: Any) -> torch.Tensor:
+    """A member's log-probabilities [B, V] out to `width` columns: copied pieces as <unk>."""
+    if log_probs.size(1) == width:
+        return log_probs
+    unknown = log_probs[:, copy.unk_id, None].expand(-1, width - log_probs.size(1))
+    return torch.cat([log_probs, unknown], 1)

@@ -57,11 +57,12 @@ def hypothesis_alignment(hypothesis: Hypothesis, src_pieces: list[str], tgt: Voc
     nothing), as `nmt translate --alignments` and the server's `align` give it."""
     specials = {tgt.pad_id, tgt.bos_id, tgt.eos_id}
     rows = [i for i, token in enumerate(hypothesis.tokens) if token not in specials]
-    tgt_pieces = tgt.pieces([hypothesis.tokens[i] for i in rows])
+    tgt_pieces = tgt.pieces([hypothesis.tokens[i] for i in rows], src_pieces)
     return pharaoh(word_alignment(hypothesis.attention[rows], src_pieces, tgt_pieces))
 
 
-def step_labels(hypothesis: Hypothesis, tgt: Vocab) -> list[str]:
-    """One target label per attention row: the subwords, then '</s>' for the eos step."""
-    pieces = tgt.pieces(hypothesis.tokens)
+def step_labels(hypothesis: Hypothesis, tgt: Vocab, src_pieces: list[str]) -> list[str]:
+    """One target label per attention row: the subwords (a copied one is its source piece),
+    then '</s>' for the eos step."""
+    pieces = tgt.pieces(hypothesis.tokens, src_pieces)
     return pieces + ["</s>"] * (hypothesis.attention.size(0) - len(pieces))

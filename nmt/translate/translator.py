@@ -56,7 +56,8 @@ class AttentionMap:
     def of(
         cls, hypothesis: Hypothesis, src_tokens: list[str], tokenizer: Tokenizer
     ) -> AttentionMap:
-        return cls(src_tokens, step_labels(hypothesis, tokenizer.tgt), hypothesis.attention)
+        labels = step_labels(hypothesis, tokenizer.tgt, src_tokens)
+        return cls(src_tokens, labels, hypothesis.attention)
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ class PairScore:
     total: float | None  # the sum of the token log-probabilities, eos included; None: blank source
     tokens: list[str]  # the target's subwords, then '</s>'
     log_probs: list[float]  # one per token
+    p_gen: list[float] | None = None  # a copy model's, one per token: the share not copied
 
     @property
     def mean(self) -> float | None:
@@ -298,16 +300,29 @@ class Translator:
         size = batch_size or self.decode.batch_size
         chunks = [order[start : start + size] for start in range(0, len(order), size)]
 
-        def forced(chunk: list[int]) -> list[list[float]]:
+        copies = getattr(self.model, "copy", None) is not None  # an ensemble has no one p_gen
+
+        def forced(chunk: list[int]) -> list[tuple[list[float], list[float] | None]]:
             src = pad([src_ids[i] for i in chunk], self.tokenizer.src.pad_id).to(self.device)
             lengths = torch.tensor([len(src_ids[i]) for i in chunk])
             targets = pad([tgt_ids[i] for i in chunk], tgt.pad_id).to(self.device)
             found = forced_log_probs(self.model, src, lengths, targets, tgt.bos_id).tolist()
-            return [row[: len(tgt_ids[i])] for row, i in zip(found, chunk, strict=True)]
+            gates = [None] * len(chunk)
+            if copies:
+                tgt_in = torch.cat(
+                    [torch.full_like(targets[:, :1], tgt.bos_id), targets[:, :-1]], 1
+                )
+                with torch.no_grad():
+                    gates = self.model.copy_gates(src, lengths, tgt_in).tolist()
+            return [
+                (row[: len(tgt_ids[i])], None if gate is None else gate[: len(tgt_ids[i])])
+                for row, gate, i in zip(found, gates, chunk, strict=True)
+            ]
 
         for chunk, found in zip(chunks, parallel_map(forced, chunks, self.workers), strict=True):
-            for index, log_probs in zip(chunk, found, strict=True):
-                results[index] = PairScore(sum(log_probs), results[index].tokens, log_probs)
+            for index, (log_probs, gates) in zip(chunk, found, strict=True):
+                tokens = results[index].tokens
+                results[index] = PairScore(sum(log_probs), tokens, log_probs, gates)
         return results
 
     def _search(
@@ -391,10 +406,10 @@ def translate_lines(
     )
     for chunk, found in zip(chunks, searched, strict=True):
         for index, hypotheses in zip(chunk, found, strict=True):
-            src_pieces = tokenizer.src.pieces(src_ids[index]) if alignments or attention else []
+            src_pieces = tokenizer.src.pieces(src_ids[index])  # what a copy model copies
             candidates = [
                 Candidate(
-                    tokenizer.tgt.decode(hypothesis.tokens),
+                    tokenizer.tgt.decode(hypothesis.tokens, src_pieces),
                     hypothesis.normalised_score(decode.alpha, decode.coverage_penalty),
                     hypothesis,
                     hypothesis_alignment(hypothesis, src_pieces, tokenizer.tgt)

@@ -202,6 +202,17 @@ def test_an_rnn_checkpoint_is_refused_with_the_reason(rnn_checkpoint, tmp_path):
     assert "Transformers only" in result.stderr and not output.exists()
 
 
+def test_a_copy_model_is_refused_with_the_reason(tmp_path, corpus_dir, tokenizer):
+    config = tiny_experiment(corpus_dir, *TINY_TRANSFORMER, "model.copy=true")
+    checkpoint = write_checkpoint(tmp_path / "copy.pt", config, tokenizer)
+    output = tmp_path / "out"
+    result = nmt(
+        "export", "--format", "ctranslate2", "--checkpoint", checkpoint, "--output", output
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "copies from the source (model.copy: true)" in result.stderr and not output.exists()
+
+
 @pytest.mark.parametrize(
     "key, value",
     [("normaliser", "sparsemax"), ("kv", "shared"), ("window", 3), ("heads", 1)],

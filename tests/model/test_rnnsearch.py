@@ -58,7 +58,7 @@ def gru_reference(decoder, state, prev_tokens, cell):
 @torch.no_grad()
 def test_gru_step_equals_torch_gru_cell(step_inputs):
     decoder, state, prev_tokens = step_inputs
-    _, next_state, _ = decoder.step(state, prev_tokens)
+    _, next_state, _, _ = decoder.step(state, prev_tokens)
     expected = gru_reference(decoder, state, prev_tokens, reference_cell(decoder))
     assert next_state.hidden.shape == (BATCH, decoder.hidden_gates.in_features)
     torch.testing.assert_close(next_state.hidden, expected, atol=1e-6, rtol=1e-6)
@@ -69,6 +69,6 @@ def test_gru_step_equals_torch_gru_cell(step_inputs):
 def test_the_reference_tells_swapped_gates_apart(step_inputs, gate_order):
     """The comparison above has teeth: a GRU with two gates' weights swapped differs."""
     decoder, state, prev_tokens = step_inputs
-    _, next_state, _ = decoder.step(state, prev_tokens)
+    _, next_state, _, _ = decoder.step(state, prev_tokens)
     wrong = gru_reference(decoder, state, prev_tokens, reference_cell(decoder, gate_order))
     assert (next_state.hidden - wrong).abs().max() > 1e-2

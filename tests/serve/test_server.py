@@ -35,10 +35,11 @@ SETTINGS = {"beam": ("demo", {}), "greedy": ("demo", {"beam": 1}), "other": ("ot
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory, corpus_dir, tokenizer):
     config = dataclasses.replace(tiny_experiment(corpus_dir), name="demo")  # its run name
+    copying = dataclasses.replace(tiny_experiment(corpus_dir, "model.copy=true"), name="demo")
     directory = tmp_path_factory.mktemp("served")
     return {
         "demo": write_checkpoint(directory / "a.pt", config, tokenizer),
-        "other": write_checkpoint(directory / "b.pt", config, tokenizer, seed=1),
+        "other": write_checkpoint(directory / "b.pt", copying, tokenizer, seed=1),  # copies
     }
 
 
