@@ -13,9 +13,11 @@ scores V + S columns and the output maps those ids back to the source piece's te
 targets never hold such a piece (it is `<unk>` in the target's own segmentation), so there the
 copy weight of an unmapped piece counts for `<unk>`.
 
-The loss is the label-smoothed cross-entropy of that mixture. It needs the whole softmax of a
-row, so it runs chunk by chunk like nmt/model/loss.py, each chunk checkpointed: the backward
-pass recomputes a chunk's [rows, V] tensors instead of keeping them all.
+The loss is the label-smoothed cross-entropy of that mixture. The mixture differs from
+log p_gen + log_softmax(z) only in the columns of the source's S pieces, so the loss never
+builds it over V: the log-sum-exp and the sum of a row's logits give the vocabulary part and
+S columns correct it. It runs chunk by chunk like nmt/model/loss.py, each chunk
+checkpointed: the backward pass recomputes a chunk's [rows, V] logits instead of keeping them.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-CHUNK_ROWS = 256  # target rows whose [rows, V] mixture one checkpointed chunk holds
+CHUNK_ROWS = 512  # target rows whose [rows, V] logits one checkpointed chunk holds
 
 
 @dataclass
@@ -103,11 +105,7 @@ def mixture_log_probs(
         )
         generated = torch.cat([generated, missing], -1)
     copied = generated.new_zeros(generated.shape).scatter_add(-1, source_ids, weights.float())
-    # where(), not log(0): the log's infinite gradient at 0 would turn into NaN
-    copied = torch.where(
-        copied > 0, copied.clamp_min(torch.finfo(copied.dtype).tiny).log(), float("-inf")
-    )
-    return torch.logaddexp(generated, copied + nn.functional.logsigmoid(-gate))
+    return torch.logaddexp(generated, _log(copied) + nn.functional.logsigmoid(-gate))
 
 
 def copy_loss(
@@ -150,10 +148,35 @@ def _chunk_loss(
     copy: Copy,
     smoothing: float,
 ) -> torch.Tensor:
-    """The summed loss of rows of real targets: features [N, D], weights and ids [N, S]."""
-    logits = projection(features)
-    log_probs = copy.log_probs(logits, features, weights, source_ids, logits.size(1))
-    loss = -(1 - smoothing) * log_probs.gather(1, targets[:, None]).sum()
+    """The summed loss of rows of real targets: features [N, D], weights and ids [N, S].
+
+    With g = log p_gen − logsumexp(z), log P(v) = g + z_v for every v no source piece names,
+    so Σ_v log P(v) = V·g + Σ_v z_v plus, once per distinct source id u, log P(u) − (g + z_u).
+    """
+    logits = projection(features).float()  # [N, V]
+    gate = copy.gates(features).float()
+    generated = nn.functional.logsigmoid(gate) - logits.logsumexp(-1)  # [N]
+    copying = nn.functional.logsigmoid(-gate)  # [N]: log(1 - p_gen)
+
+    def mixed(z: torch.Tensor, mass: torch.Tensor) -> torch.Tensor:
+        """log P of columns with logits z and copied attention mass, both [N, K]."""
+        return torch.logaddexp(generated[:, None] + z, copying[:, None] + _log(mass))
+
+    target_mass = (weights * (source_ids == targets[:, None])).sum(-1, keepdim=True)
+    loss = -(1 - smoothing) * mixed(logits.gather(1, targets[:, None]), target_mass).sum()
     if smoothing:
-        loss = loss - smoothing * log_probs.mean(-1).sum()
+        same = source_ids[:, :, None] == source_ids[:, None, :]  # [N, S, S]
+        mass = (same * weights[:, None, :]).sum(-1)  # [N, S]: each position's id's mass
+        source_logits = logits.gather(1, source_ids)
+        corrections = mixed(source_logits, mass) - (generated[:, None] + source_logits)
+        distinct = corrections / same.sum(-1)  # a repeated id is corrected once in all
+        vocab = logits.size(1)
+        totals = vocab * generated + logits.sum(-1) + distinct.sum(-1)  # Σ_v log P(v)
+        loss = loss - smoothing / vocab * totals.sum()
     return loss
+
+
+def _log(mass: torch.Tensor) -> torch.Tensor:
+    """log of non-negative masses, -inf at 0 through where(), not log(0), whose infinite
+    gradient would turn into NaN."""
+    return torch.where(mass > 0, mass.clamp_min(torch.finfo(mass.dtype).tiny).log(), -torch.inf)
