@@ -62,17 +62,14 @@ class Vocab:
         ids = [i for i in ids if i not in specials]
         if all(i < self.size for i in ids):
             return self.processor.decode(ids)
-        pieces = [self._piece(i, copied) for i in ids]
-        if ids[0] >= self.size:  # the text starts without the word boundary mark, as decode's
-            pieces[0] = pieces[0].removeprefix("▁")
         # SentencePiece keeps a piece it does not know as it is, word boundary marks included
-        known = [i < self.size for i in ids]
-        return self.processor.decode_pieces(
-            [
-                piece if own else piece.replace("▁", " ")
-                for piece, own in zip(pieces, known, strict=True)
-            ]
-        )
+        pieces = [
+            self._piece(i) if i < self.size else copied[i - self.size].replace("▁", " ")
+            for i in ids
+        ]
+        if ids[0] >= self.size:  # the text starts without the word boundary, as decode's
+            pieces[0] = pieces[0].removeprefix(" ")
+        return self.processor.decode_pieces(pieces)
 
     def pieces(self, ids: Sequence[int], copied: Sequence[str] = ()) -> list[str]:
         """The pieces of ids; `copied` as for `decode`."""

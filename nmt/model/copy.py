@@ -65,6 +65,10 @@ class Copy(nn.Module):
         first = (src[:, :, None] == src[:, None, :]).int().argmax(-1)  # first equal position
         return torch.where(mapped >= 0, mapped, self.vocab_size + first)
 
+    def readable(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Target tokens as the decoder reads them: a copied piece (an id >= V) as <unk>."""
+        return tokens.masked_fill(tokens >= self.vocab_size, self.unk_id)
+
     def training_ids(self, src: torch.Tensor) -> torch.Tensor:
         """src [B, S] -> target ids [B, S] for training: an unmapped piece counts as <unk>."""
         mapped = self.to_target[src]

@@ -83,8 +83,9 @@ class Seq2Seq(nn.Module):
             features, state, weights, _ = self.decoder.step(state, prev_tokens)
             return self.output_layer(features), state, weights
         copy = self.copy
-        prev_tokens = prev_tokens.masked_fill(prev_tokens >= copy.vocab_size, copy.unk_id)
-        features, decoder_state, weights, copying = self.decoder.step(state.decoder, prev_tokens)
+        features, decoder_state, weights, copying = self.decoder.step(
+            state.decoder, copy.readable(prev_tokens)
+        )
         ids = state.source_ids
         log_probs = copy.log_probs(
             self.output_layer(features),
@@ -163,7 +164,7 @@ class Seq2Seq(nn.Module):
         """The decoder's teacher-forced features, reported and copy weights; extended ids in
         tgt_in (copied pieces) enter as <unk>, as in `step`."""
         if self.copy is not None:
-            tgt_in = tgt_in.masked_fill(tgt_in >= self.copy.vocab_size, self.copy.unk_id)
+            tgt_in = self.copy.readable(tgt_in)
         state = self.decoder.init_state(self.encoder(src, src_lengths))
         return self.decoder(state, tgt_in)
 

@@ -26,6 +26,9 @@ class Ensemble(nn.Module):
     def __init__(self, members: Sequence[nn.Module]):
         super().__init__()
         self.members = nn.ModuleList(members)
+        copying = [m.copy for m in members if getattr(m, "copy", None) is not None]
+        # (V, <unk>) where a member copies: the others read its copied pieces as <unk>
+        self.unknown = (copying[0].vocab_size, copying[0].unk_id) if copying else None
 
     def encode(self, src: torch.Tensor, src_lengths: torch.Tensor) -> tuple[Any, ...]:
         return tuple(member.encode(src, src_lengths) for member in self.members)
@@ -47,30 +50,29 @@ class Ensemble(nn.Module):
         columns, nmt/model/copy.py) a member that does not copy reads a copied piece as
         <unk> and gives each such column its <unk> log-probability.
         """
-        copy = next((m.copy for m in self.members if getattr(m, "copy", None) is not None), None)
         outputs = [
-            member.step(member_state, _member_tokens(member, prev_tokens, copy))
+            member.step(member_state, self._member_tokens(member, prev_tokens))
             for member, member_state in zip(self.members, state.members, strict=True)
         ]
         width = max(logits.size(1) for logits, _, _ in outputs)
         log_probs = torch.stack(
-            [_widened(logits.float().log_softmax(-1), width, copy) for logits, _, _ in outputs]
+            [self._widened(logits.float().log_softmax(-1), width) for logits, _, _ in outputs]
         )
         weights = torch.stack([weights.mean(1) for _, _, weights in outputs])  # [M, B, S]
         next_state = EnsembleState(tuple(member_state for _, member_state, _ in outputs))
         return log_probs.mean(0), next_state, weights.mean(0)[:, None, :]
 
+    def _member_tokens(self, member: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+        """The previous tokens for a member: one that does not copy reads a copied piece as
+        <unk>."""
+        if self.unknown is None or getattr(member, "copy", None) is not None:
+            return tokens
+        vocab_size, unk_id = self.unknown
+        return tokens.masked_fill(tokens >= vocab_size, unk_id)
 
-def _member_tokens(member: nn.Module, tokens: torch.Tensor, copy: Any) -> torch.Tensor:
-    """The previous tokens for a member: one that does not copy reads a copied piece as <unk>."""
-    if copy is None or getattr(member, "copy", None) is not None:
-        return tokens
-    return tokens.masked_fill(tokens >= copy.vocab_size, copy.unk_id)
-
-
-def _widened(log_probs: torch.Tensor, width: int, copy: Any) -> torch.Tensor:
-    """A member's log-probabilities [B, V] out to `width` columns: copied pieces as <unk>."""
-    if log_probs.size(1) == width:
-        return log_probs
-    unknown = log_probs[:, copy.unk_id, None].expand(-1, width - log_probs.size(1))
-    return torch.cat([log_probs, unknown], 1)
+    def _widened(self, log_probs: torch.Tensor, width: int) -> torch.Tensor:
+        """A member's log-probabilities [B, V] out to `width` columns: copied pieces as <unk>."""
+        if log_probs.size(1) == width:
+            return log_probs
+        unknown = log_probs[:, self.unknown[1], None].expand(-1, width - log_probs.size(1))
+        return torch.cat([log_probs, unknown], 1)

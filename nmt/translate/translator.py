@@ -406,7 +406,9 @@ def translate_lines(
     )
     for chunk, found in zip(chunks, searched, strict=True):
         for index, hypotheses in zip(chunk, found, strict=True):
-            src_pieces = tokenizer.src.pieces(src_ids[index])  # what a copy model copies
+            copied = any(t >= tokenizer.tgt.size for h in hypotheses for t in h.tokens)
+            wanted = alignments or attention or copied  # a copy model's output names them
+            src_pieces = tokenizer.src.pieces(src_ids[index]) if wanted else []
             candidates = [
                 Candidate(
                     tokenizer.tgt.decode(hypothesis.tokens, src_pieces),
