@@ -115,7 +115,8 @@ def series(records: list[dict], key: str, x: str = "step") -> tuple[list[float],
 
 
 def plot_curves(run_dir: Path, output: Path | None = None) -> list[Path]:
-    """Writes loss.png and bleu.png into `output` (default: the run directory)."""
+    """Writes loss.png and bleu.png into `output` (default: the run directory); a run of
+    several directions draws each one's valid BLEU beside their mean."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -129,7 +130,7 @@ def plot_curves(run_dir: Path, output: Path | None = None) -> list[Path]:
             "loss per target token",
             [("train loss", "loss"), ("valid loss", "valid_loss")],
         ),
-        "bleu.png": ("BLEU", [("valid BLEU", "valid_bleu")]),
+        "bleu.png": ("BLEU", [("valid BLEU", "valid_bleu"), *direction_lines(records)]),
     }
     written = []
     for name, (ylabel, lines) in figures.items():
@@ -158,6 +159,14 @@ def run_labels(run_dirs: Sequence[Path]) -> list[str]:
         str(run_dir) if names.count(name) > 1 else name
         for run_dir, name in zip(run_dirs, names, strict=True)
     ]
+
+
+def direction_lines(records: list[dict]) -> list[tuple[str, str]]:
+    """(label, key) of each direction's valid BLEU (valid_bleu_de-en ...), if any."""
+    keys = dict.fromkeys(
+        key for record in records for key in record if key.startswith("valid_bleu_")
+    )
+    return [(f"valid BLEU {key.removeprefix('valid_bleu_')}", key) for key in keys]
 
 
 def plot_comparison(run_dirs: Sequence[Path], output: Path) -> list[Path]:

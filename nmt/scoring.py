@@ -65,6 +65,24 @@ def score(hypotheses: Sequence[str], references: Sequence[str]) -> Scores:
     )
 
 
+def mean_scores(scores: Sequence[Scores]) -> Scores:
+    """The mean of several test sets' scores (a multilingual model's directions), each
+    direction counting once whatever its size."""
+
+    def mean(values: list[float | None]) -> float | None:
+        return None if None in values else round(sum(values) / len(values), 2)
+
+    first = scores[0]
+    return Scores(
+        *(mean([getattr(s, key) for s in scores]) for key in ("bleu", "chrf", "ter")),
+        first.bleu_signature,
+        first.chrf_signature,
+        first.ter_signature,
+        mean([s.attention_entropy for s in scores]),
+        mean([s.attention_nonzero for s in scores]),
+    )
+
+
 @dataclass
 class SystemRow:
     name: str

@@ -82,7 +82,7 @@ def measure(mode: str, corpus: Path, spm: Path, num_proc: int, cache: Path) -> d
     if mode == "baseline":
         source = None
     elif mode == "memory":
-        source = memory_source(load_split(data, "train"), tokenizer, config)
+        source = memory_source({"train": load_split(data, "train")}, tokenizer, config)
     elif mode.startswith("cached"):
         source = arrow_source(config, tokenizer, cache)
     else:

@@ -15,7 +15,7 @@ import torch
 from nmt.checkpoint import checkpoint_payload, save_checkpoint
 from nmt.config import Experiment, load_config
 from nmt.data.demo import generate_pairs
-from nmt.data.tokenizer import Tokenizer, build_tokenizer
+from nmt.data.tokenizer import Tokenizer, Vocab, build_tokenizer
 from nmt.model.seq2seq import Seq2Seq, build_model
 from nmt.translate.translator import Translator
 
@@ -192,6 +192,12 @@ def write_checkpoint(path: Path, config: Experiment, tokenizer: Tokenizer, seed:
     model = build_model(config.model, tokenizer.src, tokenizer.tgt)
     save_checkpoint(path, checkpoint_payload(model, config, tokenizer, step=0, metrics={}))
     return path
+
+
+def two_way_tokenizer(tokenizer: Tokenizer) -> Tokenizer:
+    """`tokenizer` with the tags of a model that writes German and English."""
+    vocab = Vocab(tokenizer.src.model_proto, ["de", "en"])
+    return Tokenizer(vocab, vocab)
 
 
 def make_translator(config: Experiment, tokenizer: Tokenizer, **decode) -> Translator:

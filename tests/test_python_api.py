@@ -34,7 +34,7 @@ def test_the_examples_of_docs_python_md_run(tmp_path, monkeypatch, capsys):
         exec(compile(block, str(DOCS), "exec"), namespace)
     printed = capsys.readouterr().out
     assert "stopped at step 200: train.max_steps (200) reached" in printed
-    assert "('en', 'de')" in printed
+    assert "['de']" in printed
     assert "checkpoint runs/missing/best.pt does not exist." in printed
     assert "config key 'decode.nbest': must be <= beam (2) unless sampling, got 3" in printed
     translation = namespace["translation"]
@@ -72,7 +72,7 @@ def test_the_translator_runs_where_training_would_and_names_its_languages(checkp
     expected = "cuda" if torch.cuda.is_available() else "cpu"
     assert translator.device.type == expected
     assert nmt.Translator.load(checkpoint, quantize="int8").device.type == "cpu"
-    assert translator.languages == ("en", "de")
+    assert translator.source_languages == ["en"] and translator.target_languages == ["de"]
     assert translator.config.name == "tiny" and translator.decode == translator.config.decode
 
 

@@ -77,6 +77,16 @@ WorkersOption = Annotated[
     ),
 ]
 
+TgtLangOption = Annotated[
+    str | None,
+    typer.Option(
+        "--tgt-lang",
+        metavar="LANG",
+        help="The language to translate into, for a model trained to write several "
+        "(data.directions); a model that writes one needs none.",
+    ),
+]
+
 QuantizeOption = Annotated[
     Literal["int8"] | None,
     typer.Option(

@@ -17,6 +17,7 @@ from nmt.cli.common import (
     MaxSrcLenOption,
     NoRepeatNgramOption,
     QuantizeOption,
+    TgtLangOption,
     WorkersOption,
     check_output_dir,
     given,
@@ -131,6 +132,7 @@ def translate(
             "line: none); the search continues from it.",
         ),
     ] = None,
+    tgt_lang: TgtLangOption = None,
 ) -> None:
     """Translate text with a checkpoint: one output line per input line, in input order.
 
@@ -179,7 +181,7 @@ def translate(
         if engine == "ctranslate2":
             from nmt.export.engine import load_ctranslate2_translator
 
-            translator = load_ctranslate2_translator(model, quantize, workers, **settings)
+            translator = load_ctranslate2_translator(model, quantize, workers, tgt_lang, **settings)
         else:
             from nmt.translate.translator import Translator
 
@@ -188,6 +190,7 @@ def translate(
                 attention_layer=attention_layer,
                 quantize=quantize,
                 workers=workers,
+                tgt_lang=tgt_lang,
                 **settings,
             )
         with output_stream(output) as sink:
@@ -306,6 +309,7 @@ def evaluate(
         ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    tgt_lang: TgtLangOption = None,
 ) -> None:
     """Score translations with sacrebleu (BLEU, chrF, TER and their signatures).
 
@@ -335,12 +339,22 @@ def evaluate(
             no_repeat_ngram=no_repeat_ngram,
             coverage_penalty=coverage_penalty,
         )
-        _check_eval_options(checkpoint, split, src, hyp, ref, set_, decode, ensemble, workers)
+        _check_eval_options(
+            checkpoint, split, src, hyp, ref, set_, decode, ensemble, workers, tgt_lang
+        )
         if hyp:
             report = score_files(hyp, ref)
         else:
             report = evaluate_run(
-                checkpoint, split or "test", src, ref, ensemble, set_ or [], workers, **decode
+                checkpoint,
+                split or "test",
+                src,
+                ref,
+                ensemble,
+                set_ or [],
+                workers,
+                tgt_lang,
+                **decode,
             )
         typer.echo(json.dumps(report.as_dict()) if as_json else report.summary())
 
@@ -357,6 +371,7 @@ def _check_eval_options(
     decode: dict,
     ensemble: bool,
     workers: int | None = None,
+    tgt_lang: str | None = None,
 ) -> None:
     """Refuses option combinations of nmt eval that are incomplete, or that it would ignore."""
     if hyp:
@@ -374,6 +389,8 @@ def _check_eval_options(
             unused.append("--split")
         if overrides:
             unused.append("--set")
+        if tgt_lang is not None:
+            unused.append("--tgt-lang")
         if unused:
             raise UserError(
                 "--hyp scores translations made elsewhere, so nothing is decoded and no corpus "
@@ -430,6 +447,7 @@ def score(
     batch_size: BatchSizeOption = None,
     max_src_len: MaxSrcLenOption = None,
     workers: WorkersOption = None,
+    tgt_lang: TgtLangOption = None,
 ) -> None:
     """Score given translations: the model's log-probability of each target line given its
     source line, for filtering a corpus or reranking.
@@ -458,7 +476,7 @@ def score(
                 "they must align line by line."
             )
         settings = given(max_src_len=max_src_len)
-        translator = Translator.load(checkpoint, workers=workers, **settings)
+        translator = Translator.load(checkpoint, workers=workers, tgt_lang=tgt_lang, **settings)
         scores = translator.score(sources, targets, batch_size)
         with output_stream(output) as sink:
             for pair in scores:

@@ -58,6 +58,19 @@ def _convert(hint: Any, value: Any, path: str) -> Any:
         return value
     if dataclasses.is_dataclass(hint):
         return build(hint, value, path)
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(path, f"expected a list, got {_describe(value)}")
+        (item,) = typing.get_args(hint)
+        return [_convert(item, entry, f"{path}[{index}]") for index, entry in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(path, f"expected a mapping, got {_describe(value)}")
+        key_type, item = typing.get_args(hint)
+        return {
+            _convert(key_type, key, path): _convert(item, entry, join_key(path, str(key)))
+            for key, entry in value.items()
+        }
     if value is None:
         raise ConfigError(path, f"needs a {hint.__name__} value, got null")
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
@@ -166,6 +179,15 @@ def resolve_config(raw: dict, overrides: typing.Sequence[str], origin: str) -> E
         config, dropped = _build_dropping(raw, switched_away)
     except ConfigError as error:
         raise type(error)(error.path, f"{error.detail} (in {origin})") from None
+    data = raw.get("data") if isinstance(raw.get("data"), dict) else {}
+    ignored = [key for key in ("src_lang", "tgt_lang") if key in data]
+    if config.data.directions is not None and ignored:
+        log.warning(
+            "notice: data.directions is set, so %s of %s %s ignored.",
+            " and ".join(f"data.{key}" for key in ignored),
+            origin,
+            "is" if len(ignored) == 1 else "are",
+        )
     if dropped:
         sections = {key.rpartition(".")[0] for key in dropped}
         types = ", ".join(

@@ -85,9 +85,20 @@ class DataConfig:
     # processes into an Arrow cache under RUN/cache (null: in memory), or stream it.
     num_proc: int | None = None
     streaming: bool = False
+    # Several directions in one model (nmt/data/directions.py): ["de-en", "cs-en", ...]
+    # instead of src_lang/tgt_lang; `max_pairs` caps a direction's train split at its first
+    # N pairs; directions are drawn with probability proportional to size^(1/temperature).
+    directions: list[str] | None = None
+    max_pairs: dict[str, int] | None = None
+    sampling_temperature: float = 5.0
 
     def __post_init__(self) -> None:
-        _require(self.src_lang != self.tgt_lang, "tgt_lang", "must differ from src_lang")
+        _require(
+            self.directions is not None or self.src_lang != self.tgt_lang,
+            "tgt_lang",
+            "must differ from src_lang",
+        )
+        self._check_directions()
         _require(self.max_len > 0, "max_len", f"must be positive, got {self.max_len}")
         _require(self.num_proc is None or self.num_proc > 0, "num_proc", "must be positive or null")
         _require(
@@ -100,6 +111,56 @@ class DataConfig:
             _unused(self, key, bool(self.hub_id), users, "set hub_id")
         demo = "data.demo: true reads the built-in corpus instead of the hub"
         _unused(self, "hub_id", not self.demo, demo, "set demo: false")
+
+    def _check_directions(self) -> None:
+        if self.directions is not None:
+            _require(bool(self.directions), "directions", "needs at least one, e.g. [de-en]")
+            for index, direction in enumerate(self.directions):
+                source, dash, target = direction.partition("-")
+                _require(
+                    bool(dash and source and target and "-" not in target and source != target),
+                    f"directions[{index}]",
+                    f"expected SOURCE-TARGET with two different language codes, e.g. de-en; "
+                    f"got {direction!r}",
+                )
+            repeated = sorted({d for d in self.directions if self.directions.count(d) > 1})
+            _require(not repeated, "directions", f"lists {', '.join(repeated)} twice")
+        names = [f"{source}-{target}" for source, target in self.pairs]
+        for direction, limit in (self.max_pairs or {}).items():
+            _require(
+                direction in names,
+                f"max_pairs.{direction}",
+                f"names no direction of this corpus ({', '.join(names)})",
+            )
+            _require(limit > 0, f"max_pairs.{direction}", f"must be positive, got {limit}")
+        _require(self.sampling_temperature > 0, "sampling_temperature", "must be positive")
+        users = "only several directions are sampled, and data.directions has fewer"
+        _unused(self, "sampling_temperature", len(names) > 1, users, "list more directions")
+        in_memory = not (self.streaming or self.num_proc)
+        _require(
+            in_memory or (len(names) == 1 and not self.max_pairs),
+            "directions" if len(names) > 1 else "max_pairs",
+            "works on the train split in memory only; set data.streaming: false and "
+            "data.num_proc: null",
+        )
+
+    @property
+    def pairs(self) -> list[tuple[str, str]]:
+        """(source, target) language of each direction, in the order given."""
+        if self.directions is None:
+            return [(self.src_lang, self.tgt_lang)]
+        return [tuple(direction.split("-")) for direction in self.directions]  # type: ignore[misc]
+
+    @property
+    def target_languages(self) -> list[str]:
+        """The languages the model writes, sorted."""
+        return sorted({target for _, target in self.pairs})
+
+    def direction(self, source: str, target: str) -> DataConfig:
+        """This corpus read in one direction, as a one-pair config reads it."""
+        return dataclasses.replace(
+            self, src_lang=source, tgt_lang=target, directions=None, max_pairs=None
+        )
 
 
 @dataclass(frozen=True)
@@ -421,7 +482,7 @@ class TrainConfig:
     plateau_patience: int = 3
     accum_steps: int = 1
     patience: int | None = None
-    best_metric: Literal["bleu", "loss"] = "bleu"
+    best_metric: Literal["bleu", "loss"] = "bleu"  # with several directions: their mean
     keep_last: int = 0
     device: Literal["auto", "cpu", "cuda"] = "auto"
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
@@ -433,6 +494,7 @@ class TrainConfig:
     max_bad_steps: int = 10
     ema_decay: float | None = None  # e.g. 0.999: validate, keep and test a moving average
     coverage_loss: float = 0.0  # weight of See et al.'s sum of min(attention, coverage)
+    init_from: str | None = None  # a checkpoint whose weights and tokenizer training starts from
 
     def __post_init__(self) -> None:
         _positive(self, "max_steps", "batch_tokens", "log_every", "valid_every", "max_bad_steps")
@@ -550,6 +612,18 @@ class Experiment:
             users,
             "set data.streaming: false and data.num_proc: null",
             section="tokenizer",
+        )
+        _require(
+            tokenizer.joint or len(data.target_languages) == 1,
+            "tokenizer.joint",
+            f"must be true: a model that writes several languages "
+            f"({', '.join(data.target_languages)}) reads a tag naming the one to write, and "
+            "tags live in one joint vocabulary",
+        )
+        _require(
+            tokenizer.sample_alpha is None or len(data.pairs) == 1,
+            "tokenizer.sample_alpha",
+            "samples segmentations for one direction only; set it to null with several",
         )
         _require(
             tokenizer.joint or not self.model.share_embeddings,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from nmt.data.directions import draw_order
 from nmt.data.splits import ParallelText
 from nmt.data.tokenizer import Tokenizer, Vocab
 from nmt.errors import UserError
@@ -104,6 +105,10 @@ class TokenBatcher:
     padding stays small while batches still vary), cuts batches under the budget and
     shuffles the batch order. The order is a pure function of (seed, epoch), which is what
     makes resuming at a batch position exact.
+
+    With `groups` (the sizes of consecutive runs of pairs: the directions of a multilingual
+    corpus) an epoch instead draws as many pairs as there are, group d with probability
+    `probabilities[d]` (nmt/data/directions.py), so batches mix the directions.
     """
 
     def __init__(
@@ -113,17 +118,24 @@ class TokenBatcher:
         batch_tokens: int,
         seed: int,
         pool_batches: int = 100,
+        groups: Sequence[int] | None = None,
+        probabilities: Sequence[float] | None = None,
     ):
         self.src_lengths = src_lengths
         self.tgt_lengths = [length + 1 for length in tgt_lengths]  # + bos/eos
         self.batch_tokens = batch_tokens
         self.seed = seed
         self.pool_batches = pool_batches
+        self.groups = groups
+        self.probabilities = probabilities
 
     def epoch(self, epoch: int) -> list[list[int]]:
         rng = random.Random(self.seed * 1_000_003 + epoch)
-        order = list(range(len(self.tgt_lengths)))
-        rng.shuffle(order)
+        if self.groups is None:
+            order = list(range(len(self.tgt_lengths)))
+            rng.shuffle(order)
+        else:
+            order = draw_order(self.groups, self.probabilities, rng)
         mean = sum(self.tgt_lengths) / max(len(self.tgt_lengths), 1)
         pool = max(1, int(self.pool_batches * self.batch_tokens / mean))
         batches: list[list[int]] = []

@@ -1,9 +1,9 @@
-"""Everything training reads, prepared in one direction: read the splits, build the
-tokenizer, then turn the train split into batches (nmt/data/sources.py).
+"""Everything training reads: read the splits of each direction, build the tokenizer, then
+turn the train split into batches (nmt/data/sources.py).
 
-The cached and streamed train sources train SentencePiece on the first TOKENIZER_SAMPLE pairs
-(the in-memory source on all of them). Valid and test splits are small and always read into
-memory as text: validation and the final test translate them.
+The cached and streamed train sources (one direction only) train SentencePiece on the first
+TOKENIZER_SAMPLE pairs (the in-memory source on all of them). Valid and test splits are
+small and always read into memory as text: validation and the final test translate them.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from itertools import islice
 from pathlib import Path
 
 from nmt.config import Experiment
+from nmt.data.directions import balanced_lines, direction_name
 from nmt.data.sources import (
     IndexedSource,
     SampledSource,
@@ -22,30 +23,45 @@ from nmt.data.sources import (
 )
 from nmt.data.splits import ParallelText, cache_dir, load_split, read_pairs
 from nmt.data.tokenizer import Tokenizer, build_tokenizer
+from nmt.errors import UserError
 
 TOKENIZER_SAMPLE = 200_000
 
 
 @dataclass
 class Corpus:
-    """Everything training reads: the tokenizer, the train source, raw valid/test text."""
+    """Everything training reads: the tokenizer, the train source, and the raw valid and
+    test text of each direction ("de-en": ...; test empty when the config names no test
+    split)."""
 
     tokenizer: Tokenizer
     train: IndexedSource | SampledSource | StreamSource
-    valid: ParallelText
-    test: ParallelText | None
+    valid: dict[str, ParallelText]
+    test: dict[str, ParallelText]
 
 
 def prepare_corpus(config: Experiment, run_dir: Path, tokenizer: Tokenizer | None = None) -> Corpus:
     """Reads the splits and trains (or takes, e.g. from last.pt on resume) the tokenizer."""
     data = config.data
-    valid = load_split(data, "valid")
-    test = load_split(data, "test") if data.splits.test else None
+    directions = {direction_name(*pair): data.direction(*pair) for pair in data.pairs}
+    valid = {name: load_split(one, "valid") for name, one in directions.items()}
+    test = {}
+    if data.splits.test:
+        test = {name: load_split(one, "test") for name, one in directions.items()}
     if not (data.streaming or data.num_proc):
-        text = load_split(data, "train")
+        limits = data.max_pairs or {}
+        texts = {
+            name: _first_pairs(load_split(one, "train"), limits.get(name))
+            for name, one in directions.items()
+        }
         if tokenizer is None:
-            tokenizer = build_tokenizer(config.tokenizer, text.src, text.tgt, cache_dir(data))
-        return Corpus(tokenizer, memory_source(text, tokenizer, config), valid, test)
+            tokenizer = _trained_tokenizer(config, texts)
+        return Corpus(tokenizer, memory_source(texts, tokenizer, config), valid, test)
+    if tokenizer is not None and tokenizer.tags:
+        raise UserError(
+            "a tokenizer with target-language tags (from train.init_from) needs the train split "
+            "in memory; set data.streaming: false and data.num_proc: null."
+        )
     if tokenizer is None:
         sample = [] if config.tokenizer.model else list(islice(read_pairs(data), TOKENIZER_SAMPLE))
         tokenizer = build_tokenizer(
@@ -56,3 +72,32 @@ def prepare_corpus(config: Experiment, run_dir: Path, tokenizer: Tokenizer | Non
     else:
         train = arrow_source(config, tokenizer, run_dir / "cache")
     return Corpus(tokenizer, train, valid, test)
+
+
+def _first_pairs(text: ParallelText, limit: int | None) -> ParallelText:
+    """The first `limit` pairs (data.max_pairs), to simulate a direction with little data."""
+    if limit is None or limit >= len(text.src):
+        return text
+    origin = f"{text.origin} (first {limit} pairs)"
+    return ParallelText(text.src[:limit], text.tgt[:limit], origin)
+
+
+def _trained_tokenizer(config: Experiment, texts: dict[str, ParallelText]) -> Tokenizer:
+    """One direction: SentencePiece on both sides of its train split, as ever. Several: on
+    a temperature-balanced sample of each language's sentences, with a tag per target
+    language when there are several of those."""
+    data, cache = config.data, cache_dir(config.data)
+    if len(texts) == 1:
+        (text,) = texts.values()
+        return build_tokenizer(config.tokenizer, text.src, text.tgt, cache)
+    by_language: dict[str, dict[str, None]] = {}
+    for (source, target), text in zip(data.pairs, texts.values(), strict=True):
+        by_language.setdefault(source, {}).update(dict.fromkeys(text.src))
+        by_language.setdefault(target, {}).update(dict.fromkeys(text.tgt))
+    lines = balanced_lines(
+        {language: list(sentences) for language, sentences in by_language.items()},
+        data.sampling_temperature,
+        config.train.seed,
+    )
+    tags = data.target_languages if len(data.target_languages) > 1 else ()
+    return build_tokenizer(config.tokenizer, lines, [], cache, tags)

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from nmt.config import DataConfig, Experiment
 from nmt.data.batching import EncodedSplit, TokenBatcher, encode_split
+from nmt.data.directions import sampling_probabilities
 from nmt.data.splits import ParallelText, locate, pair_rows
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
@@ -56,8 +57,11 @@ class IndexedSource:
         fetch: Callable[[list[int]], PairBatch],
         batch_tokens: int,
         seed: int,
+        batcher: TokenBatcher | None = None,
     ):
-        self.batcher = TokenBatcher(src_lengths, tgt_lengths, batch_tokens, seed, POOL_BATCHES)
+        self.batcher = batcher or TokenBatcher(
+            src_lengths, tgt_lengths, batch_tokens, seed, POOL_BATCHES
+        )
         self.fetch = fetch
         self.description = f"{len(src_lengths)} training pairs"
 
@@ -69,18 +73,50 @@ class IndexedSource:
 
 
 def memory_source(
-    text: ParallelText, tokenizer: Tokenizer, config: Experiment
+    texts: dict[str, ParallelText], tokenizer: Tokenizer, config: Experiment
 ) -> IndexedSource | SampledSource:
-    encoded = encode_split(text, tokenizer, config.data.max_len)
-    if config.tokenizer.sample_alpha is not None:
-        return SampledSource(text, encoded, tokenizer, config)
-    return IndexedSource(
-        [len(s) for s in encoded.src],
-        [len(t) for t in encoded.tgt],
-        lambda indices: ([encoded.src[i] for i in indices], [encoded.tgt[i] for i in indices]),
+    """The train split of each direction ("de-en": text), encoded with its target's tag
+    when the tokenizer has tags; several directions are drawn as data.sampling_temperature
+    says (nmt/data/directions.py)."""
+    data = config.data
+    encoded = [
+        encode_split(text, tokenizer.towards(target), data.max_len)
+        for (_, target), text in zip(data.pairs, texts.values(), strict=True)
+    ]
+    if config.tokenizer.sample_alpha is not None:  # one direction (the config checks)
+        (text,), (target,) = texts.values(), data.target_languages
+        return SampledSource(text, encoded[0], tokenizer.towards(target), config)
+    src = [ids for split in encoded for ids in split.src]
+    tgt = [ids for split in encoded for ids in split.tgt]
+    src_lengths, tgt_lengths = [len(s) for s in src], [len(t) for t in tgt]
+    batcher = None
+    if len(encoded) > 1:
+        sizes = [len(split.src) for split in encoded]
+        batcher = TokenBatcher(
+            src_lengths,
+            tgt_lengths,
+            config.train.batch_tokens,
+            config.train.seed,
+            POOL_BATCHES,
+            groups=sizes,
+            probabilities=sampling_probabilities(sizes, data.sampling_temperature),
+        )
+    source = IndexedSource(
+        src_lengths,
+        tgt_lengths,
+        lambda indices: ([src[i] for i in indices], [tgt[i] for i in indices]),
         config.train.batch_tokens,
         config.train.seed,
+        batcher,
     )
+    if len(encoded) > 1:
+        source.description = (
+            ", ".join(
+                f"{name} {len(split.src)}" for name, split in zip(texts, encoded, strict=True)
+            )
+            + " training pairs"
+        )
+    return source
 
 
 class SampledSource:

@@ -2,13 +2,17 @@
 
 Models trained here put pad/unk/bos/eos at ids 0-3. An existing model (`tokenizer.model`)
 may lack pad, bos or eos; those get ids appended after its pieces, so any SentencePiece
-model works without being retrained.
+model works without being retrained. A model that writes several languages reads a tag
+naming the one to write (`<2en>`, Johnson et al. 2017) before each source: the tags get ids
+appended after those, so no text can ever spell one, and SentencePiece never learns them.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
+import json
 import logging
 import os
 import tempfile
@@ -23,11 +27,20 @@ from nmt.errors import UserError
 
 log = logging.getLogger(__name__)
 
+TAGS_FILE = "tags.json"  # beside spm.model: the languages a tag can ask for, in id order
+
+
+def language_tag(language: str) -> str:
+    """The piece that asks for a translation into `language`."""
+    return f"<2{language}>"
+
 
 class Vocab:
-    """One SentencePiece model plus the ids of pad, bos and eos (appended if it has none)."""
+    """One SentencePiece model plus the ids of pad, bos and eos (appended if it has none)
+    and of the target-language tags (appended after them). `towards(language)` gives the
+    same vocabulary encoding every line with that language's tag in front."""
 
-    def __init__(self, model_proto: bytes):
+    def __init__(self, model_proto: bytes, tags: Sequence[str] = ()):
         self.model_proto = model_proto
         self.processor = spm.SentencePieceProcessor(model_proto=model_proto)
         size = self.processor.get_piece_size()
@@ -36,17 +49,32 @@ class Vocab:
         self.bos_id = _own_or(self.processor.bos_id(), extra)
         self.eos_id = _own_or(self.processor.eos_id(), extra)
         self.unk_id = self.processor.unk_id()
-        self.size = max(size - 1, self.pad_id, self.bos_id, self.eos_id) + 1
+        first_tag = max(size - 1, self.pad_id, self.bos_id, self.eos_id) + 1
+        self.tags = {language: first_tag + index for index, language in enumerate(tags)}
+        self.size = first_tag + len(self.tags)
+        self.prefix: list[int] = []  # ids every encoded line starts with: a tag, or none
+
+    def towards(self, language: str) -> Vocab:
+        """This vocabulary, putting the tag of `language` in front of every line it encodes."""
+        if language not in self.tags:
+            raise UserError(
+                f"the tokenizer has no tag for '{language}' (it has: "
+                f"{', '.join(self.tags) or 'none'})."
+            )
+        tagged = copy.copy(self)
+        tagged.prefix = [self.tags[language]]
+        return tagged
 
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
-        return self.processor.encode(list(lines), out_type=int)
+        encoded = self.processor.encode(list(lines), out_type=int)
+        return [[*self.prefix, *ids] for ids in encoded] if self.prefix else encoded
 
     def sample(self, lines: Sequence[str], alpha: float, seed: int) -> list[list[int]]:
         """One sampled segmentation per line (BPE-dropout or unigram lattice sampling), a pure
         function of `seed`: SentencePiece's generator is reseeded here, and one thread draws
         the lines in order."""
         spm.set_random_generator_seed(seed)
-        return self.processor.encode(
+        sampled = self.processor.encode(
             list(lines),
             out_type=int,
             enable_sampling=True,
@@ -54,11 +82,12 @@ class Vocab:
             nbest_size=-1,
             num_threads=1,
         )
+        return [[*self.prefix, *ids] for ids in sampled] if self.prefix else sampled
 
     def decode(self, ids: Sequence[int], copied: Sequence[str] = ()) -> str:
         """The text of ids. Ids from `size` on are source pieces a copy model copied
         (nmt/model/copy.py): id `size + j` is `copied[j]`, the piece at source position j."""
-        specials = {self.pad_id, self.bos_id, self.eos_id}
+        specials = {self.pad_id, self.bos_id, self.eos_id, *self.tags.values()}
         ids = [i for i in ids if i not in specials]
         if all(i < self.size for i in ids):
             return self.processor.decode(ids)
@@ -79,6 +108,7 @@ class Vocab:
         if index >= self.size:
             return copied[index - self.size]
         names = {self.pad_id: "<pad>", self.bos_id: "<s>", self.eos_id: "</s>"}
+        names.update((tag, language_tag(language)) for language, tag in self.tags.items())
         return names.get(index) or self.processor.id_to_piece(index)
 
 
@@ -88,21 +118,37 @@ def _own_or(index: int, extra: Iterable[int]) -> int:
 
 @dataclass
 class Tokenizer:
-    """Source and target vocabularies (the same object when joint)."""
+    """Source and target vocabularies (one SentencePiece model when joint)."""
 
     src: Vocab
     tgt: Vocab
 
     @property
     def joint(self) -> bool:
-        return self.src is self.tgt
+        return self.src.processor is self.tgt.processor
+
+    @property
+    def tags(self) -> list[str]:
+        """The languages a tag can ask for (none: the model writes one language)."""
+        return list(self.src.tags)
+
+    def towards(self, language: str) -> Tokenizer:
+        """Sources tagged for a translation into `language`; untagged without tags."""
+        if not self.tags:
+            return self
+        return Tokenizer(self.src.towards(language), self.tgt)
 
     def to_state(self) -> dict:
-        return {"src": self.src.model_proto, "tgt": self.tgt.model_proto, "joint": self.joint}
+        return {
+            "src": self.src.model_proto,
+            "tgt": self.tgt.model_proto,
+            "joint": self.joint,
+            "tags": self.tags,
+        }
 
     @classmethod
     def from_state(cls, state: dict) -> Tokenizer:
-        src = Vocab(state["src"])
+        src = Vocab(state["src"], state.get("tags", ()))
         return cls(src, src if state["joint"] else Vocab(state["tgt"]))
 
     def save(self, run_dir: Path) -> None:
@@ -113,16 +159,35 @@ class Tokenizer:
         )
         for name, vocab in files.items():
             (run_dir / name).write_bytes(vocab.model_proto)
+        if self.tags:
+            (run_dir / TAGS_FILE).write_text(json.dumps(self.tags) + "\n", "utf-8")
+
+    @classmethod
+    def load(cls, directory: Path) -> Tokenizer:
+        """The tokenizer `save` wrote into `directory`; an OSError if its files are missing."""
+        tags_file = directory / TAGS_FILE
+        tags = json.loads(tags_file.read_text("utf-8")) if tags_file.is_file() else []
+        joint = directory / "spm.model"
+        if joint.is_file():
+            vocab = Vocab(joint.read_bytes(), tags)
+            return cls(vocab, vocab)
+        src = Vocab((directory / "spm.src.model").read_bytes())
+        return cls(src, Vocab((directory / "spm.tgt.model").read_bytes()))
 
 
 def build_tokenizer(
-    config: TokenizerConfig, src_lines: Sequence[str], tgt_lines: Sequence[str], cache_dir: Path
+    config: TokenizerConfig,
+    src_lines: Sequence[str],
+    tgt_lines: Sequence[str],
+    cache_dir: Path,
+    tags: Sequence[str] = (),
 ) -> Tokenizer:
-    """Loads `config.model` or trains SentencePiece on the train split (cached by content)."""
+    """Loads `config.model` or trains SentencePiece on the train split (cached by content);
+    `tags`: the target languages a joint vocabulary gets a tag for."""
     if config.model:
         path = Path(config.model)
         try:
-            vocab = Vocab(path.read_bytes())
+            vocab = Vocab(path.read_bytes(), tags)
         except OSError as error:
             raise UserError(f"tokenizer.model: cannot read {path}: {error.strerror}.") from None
         except RuntimeError:
@@ -130,6 +195,7 @@ def build_tokenizer(
         return Tokenizer(vocab, vocab)
     if config.joint:
         vocab = _trained_vocab(config, [*src_lines, *tgt_lines], cache_dir)
+        vocab = Vocab(vocab.model_proto, tags) if tags else vocab
         return Tokenizer(vocab, vocab)
     return Tokenizer(
         _trained_vocab(config, src_lines, cache_dir), _trained_vocab(config, tgt_lines, cache_dir)

@@ -46,7 +46,7 @@ from torch import nn
 
 from nmt.checkpoint import load_checkpoint, restore_model
 from nmt.config import Experiment, ModelConfig, config_to_dict
-from nmt.data.tokenizer import Tokenizer, Vocab
+from nmt.data.tokenizer import Tokenizer, Vocab, language_tag
 from nmt.errors import UserError
 from nmt.extras import require_extra
 from nmt.model.attention import Attention
@@ -284,10 +284,20 @@ def readme(output: Path, tokenizer: Tokenizer, config: Experiment) -> str:
     spm_src = "spm.model" if tokenizer.joint else "spm.src.model"
     spm_tgt = "spm.model" if tokenizer.joint else "spm.tgt.model"
     data, decode = config.data, config.decode
+    directions = ", ".join(f"{source} -> {target}" for source, target in data.pairs)
+    tags = ", ".join(map(language_tag, tokenizer.tags))
+    tagging = (
+        f"""
+Sources start with the tag of the language to write ({tags}): `nmt translate --tgt-lang
+LANG` adds it; with CTranslate2 directly, put it before the source's pieces.
+"""
+        if tokenizer.tags
+        else ""
+    )
     return f"""\
-{config.name}: a Transformer translating {data.src_lang or "source"} -> \
-{data.tgt_lang or "target"}, exported by `nmt export --format ctranslate2`
-
+{config.name}: a Transformer translating {directions}, exported by \
+`nmt export --format ctranslate2`
+{tagging}
 model.bin, config.json, *_vocabulary.json  the CTranslate2 model
 {spm_src}{"" if tokenizer.joint else ", " + spm_tgt}  SentencePiece: sources are split into its \
 pieces (no <s> or </s> added)

@@ -40,14 +40,14 @@ from typing import Any
 import torch
 
 from nmt.config import ConfigError, DecodeConfig, Experiment, checkpoint_config
-from nmt.data.tokenizer import Tokenizer, Vocab
+from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.export.converter import CONFIG_FILE, import_ctranslate2
 from nmt.search import Hypothesis, max_lengths
 from nmt.search.constraints import Constraints
 from nmt.translate.parallel import available_cores
 from nmt.translate.quantize import SCHEMES
-from nmt.translate.translator import Translation, translate_lines
+from nmt.translate.translator import Translation, tokenizer_towards, translate_lines
 
 
 class CTranslate2Translator:
@@ -61,12 +61,16 @@ class CTranslate2Translator:
         config: Experiment,
         decode: DecodeConfig,
         workers: int = 1,
+        tgt_lang: str | None = None,
     ):
         self.model = model  # a ctranslate2.Translator with `workers` inter-op threads
         self.tokenizer = tokenizer
         self.config = config
         self.decode = decode
         self.workers = workers
+        self.tgt_lang = tgt_lang
+        if tgt_lang is not None:
+            self.towards(tgt_lang)  # an unknown language fails here, not at the first call
         self.tgt_ids = {
             piece: i for i, piece in enumerate(tokenizer.tgt.pieces(range(tokenizer.tgt.size)))
         }
@@ -80,9 +84,11 @@ class CTranslate2Translator:
         batch_size: int | None = None,
         constraints: Sequence[object] | None = None,
         prefix: Sequence[str | None] | None = None,
+        tgt_lang: str | None = None,
     ) -> list[Translation]:
         """Translates every line; a blank line gives a blank translation, in input order.
-        `prefix`: one per line (None: none), as CTranslate2's target_prefix."""
+        `prefix`: one per line (None: none), as CTranslate2's target_prefix. `tgt_lang`: the
+        language to write, for a model that writes several (the tag goes in as a piece)."""
         if alignments or attention:
             raise UserError(
                 "CTranslate2 reports no attention here, so alignments and attention maps need "
@@ -102,13 +108,20 @@ class CTranslate2Translator:
             )
         return translate_lines(
             lines,
-            self.tokenizer,
+            self.towards(tgt_lang),
             self.decode,
             self._search,
             batch_size,
             workers=self.workers,
             prefixes=prefix,
         )
+
+    @property
+    def target_languages(self) -> list[str]:
+        return self.config.data.target_languages
+
+    def towards(self, tgt_lang: str | None) -> Tokenizer:
+        return tokenizer_towards(self.tokenizer, self.target_languages, tgt_lang or self.tgt_lang)
 
     def _search(
         self,
@@ -179,6 +192,7 @@ def load_ctranslate2_translator(
     model_dir: Path,
     quantize: str | None = None,
     workers: int | None = None,
+    tgt_lang: str | None = None,
     **decode_overrides: Any,
 ) -> CTranslate2Translator:
     """The model `nmt export --format ctranslate2` wrote to `model_dir`, with its decode
@@ -216,7 +230,7 @@ def load_ctranslate2_translator(
         )
     except (RuntimeError, ValueError) as error:
         raise UserError(f"--model {model_dir}: CTranslate2 cannot load it ({error}).") from None
-    return CTranslate2Translator(model, tokenizer, config, decode, workers)
+    return CTranslate2Translator(model, tokenizer, config, decode, workers, tgt_lang)
 
 
 def _config(model_dir: Path) -> Experiment:
@@ -229,12 +243,7 @@ def _config(model_dir: Path) -> Experiment:
 
 
 def _tokenizer(model_dir: Path) -> Tokenizer:
-    joint = model_dir / "spm.model"
-    if joint.is_file():
-        vocab = Vocab(joint.read_bytes())
-        return Tokenizer(vocab, vocab)
     try:
-        src = Vocab((model_dir / "spm.src.model").read_bytes())
-        return Tokenizer(src, Vocab((model_dir / "spm.tgt.model").read_bytes()))
+        return Tokenizer.load(model_dir)
     except OSError:
         raise UserError(f"--model {model_dir} lacks its SentencePiece model(s).") from None

@@ -45,6 +45,11 @@ class TranslateRequest(BaseModel):
     prefix: StrictStr | None = Field(
         None, description="Text the translation starts with; the search continues from it."
     )
+    tgt_lang: StrictStr | None = Field(
+        None,
+        description="The language to translate into, one of the model's tgt_langs; needed "
+        "when it writes several.",
+    )
 
     @field_validator("src", "prefix")
     @classmethod
@@ -84,8 +89,12 @@ class TranslationOut(BaseModel):
 class ModelInfo(BaseModel):
     model_id: str
     loaded: bool
-    src_lang: str
-    tgt_lang: str
+    src_lang: str = Field(description="The source language (the first direction's).")
+    tgt_lang: str = Field(description="The target language (the first direction's).")
+    directions: list[str] = Field(description="What the model translates: de-en, cs-en, ...")
+    tgt_langs: list[str] = Field(
+        description="The languages it writes; with several, a request names one (tgt_lang)."
+    )
     decoder: str = Field(description="rnnsearch or transformer.")
     attention: str = Field(description="The attention over the source: additive, dot, ...")
     heads: int

@@ -50,12 +50,14 @@ class ServedModel:
     def describe(self) -> dict[str, Any]:
         """What GET /translator/models says about this model (no file paths)."""
         decode, model = self.translator.decode, self.translator.config.model
-        src_lang, tgt_lang = self.translator.languages
+        pairs = self.translator.config.data.pairs
         return {
             "model_id": self.id,
             "loaded": True,
-            "src_lang": src_lang,
-            "tgt_lang": tgt_lang,
+            "src_lang": pairs[0][0],
+            "tgt_lang": pairs[0][1],
+            "directions": ["-".join(pair) for pair in pairs],
+            "tgt_langs": self.translator.target_languages,
             "decoder": model.decoder.type,
             "attention": model.attention.type,
             "heads": model.attention.heads if model.attention.type == "multihead" else 1,
@@ -118,7 +120,11 @@ def load_models(
 
 
 def translate_items(
-    translator: Translator, decode: DecodeConfig, items: Sequence[Item], batch_size: int
+    translator: Translator,
+    decode: DecodeConfig,
+    items: Sequence[Item],
+    batch_size: int,
+    tgt_lang: str | None = None,
 ) -> list:
     """One list of n-best answers (dicts, best first) per item, in order."""
     translations = translator.translate(
@@ -130,6 +136,7 @@ def translate_items(
         batch_size=batch_size,
         constraints=[item.constraints for item in items],
         prefix=[item.prefix for item in items],
+        tgt_lang=tgt_lang,
     )
     return [
         answers(item, translation, decode.nbest)

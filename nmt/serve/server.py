@@ -77,7 +77,7 @@ def create_app(
     workers = workers or available_cores()
     batcher = MicroBatcher(
         lambda key, items: translate_items(
-            models[key[0]].translator, key[1], items, limits.max_batch
+            models[key[0]].translator, key[1], items, limits.max_batch, key[2]
         ),
         window=limits.window,
         max_batch=limits.max_batch,
@@ -174,7 +174,8 @@ def create_app(
 def _plan(
     models: dict[str, ServedModel], items: list[TranslateRequest]
 ) -> tuple[dict[tuple, list[tuple[int, Item]]], int]:
-    """Groups the inputs by (model id, decode settings), each group one batcher job.
+    """Groups the inputs by (model id, decode settings, target language), each group one
+    batcher job.
 
     All inputs of a request must give the same n_best: the answer is laid out by rank.
     """
@@ -194,9 +195,15 @@ def _plan(
             detail = f"all inputs of a request need the same n_best; earlier ones have {nbest}"
             raise _invalid(index, "n_best", detail, request.n_best)
         nbest = decode.nbest
+        try:
+            model.translator.towards(request.tgt_lang)
+        except UserError as error:
+            raise _invalid(index, "tgt_lang", str(error), request.tgt_lang) from None
         wanted = request.constraints.model_dump() if request.constraints is not None else None
         try:
-            model.translator.check_constraints(request.src, wanted, request.prefix, decode)
+            model.translator.check_constraints(
+                request.src, wanted, request.prefix, decode, request.tgt_lang
+            )
         except ConstraintError as error:
             given = getattr(request, error.field.split(".")[0])
             raise _invalid(index, error.field, error.detail, jsonable_encoder(given)) from None
@@ -207,7 +214,7 @@ def _plan(
             parse_constraints(wanted),
             request.prefix,
         )
-        groups.setdefault((model.id, decode), []).append((index, item))
+        groups.setdefault((model.id, decode, request.tgt_lang), []).append((index, item))
     return groups, nbest or 1
 
 

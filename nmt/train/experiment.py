@@ -26,6 +26,7 @@ from nmt.train.progress import Outcome
 from nmt.train.resume import resume_point, trim_metrics
 from nmt.train.rundir import RunLog, check_run_dir, save_config, start_run
 from nmt.train.trainer import Trainer
+from nmt.train.transfer import load_parent_weights, parent_checkpoint
 
 log = logging.getLogger("nmt")
 
@@ -88,8 +89,15 @@ def _train(config, run_dir, resume, overwrite, device, ranks) -> Outcome:
         torch.set_num_threads(threads)
         seed_everything(config.train.seed)
         tokenizer = Tokenizer.from_state(payload["tokenizer"]) if payload else None
+        parent = None
+        if payload is None and config.train.init_from:
+            parent, tokenizer = parent_checkpoint(config)
         with ranks.main_first():
             corpus = prepare_corpus(config, run_dir, tokenizer)
+        vocab = corpus.tokenizer
+        model = build_model(config.model, vocab.src, vocab.tgt)
+        if parent is not None:  # before the run directory is written: a misfit leaves none
+            load_parent_weights(model, parent, config.train.init_from)
         if ranks.is_main:
             if payload is None:
                 start_run(run_dir, config, corpus.tokenizer)
@@ -98,8 +106,6 @@ def _train(config, run_dir, resume, overwrite, device, ranks) -> Outcome:
                 save_config(run_dir, config)
             run_log.attach(run_dir)
         ranks.barrier()
-        vocab = corpus.tokenizer
-        model = build_model(config.model, vocab.src, vocab.tgt)
         if ranks.distributed:  # same initial weights everywhere, different dropout per rank
             torch.manual_seed(config.train.seed + ranks.rank)
         trainer = Trainer(config, run_dir, corpus, model, device, ranks, resume_from=payload)

@@ -16,7 +16,7 @@ import yaml
 
 from nmt.checkpoint import remove_temporaries
 from nmt.config import Experiment, config_to_dict
-from nmt.data.tokenizer import Tokenizer
+from nmt.data.tokenizer import TAGS_FILE, Tokenizer
 from nmt.errors import UserError
 
 RUN_FILES = (
@@ -29,6 +29,7 @@ RUN_FILES = (
     "spm.model",
     "spm.src.model",
     "spm.tgt.model",
+    TAGS_FILE,
 )
 
 
@@ -49,7 +50,11 @@ def start_run(run_dir: Path, config: Experiment, tokenizer: Tokenizer) -> None:
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         remove_temporaries(run_dir)
-        stale = [*step_checkpoints(run_dir), *run_dir.glob("events.out.tfevents.*")]
+        stale = [
+            *step_checkpoints(run_dir),
+            *run_dir.glob("events.out.tfevents.*"),
+            *run_dir.glob("test.*.hyp"),  # one per direction
+        ]
         for path in [*(run_dir / name for name in RUN_FILES), *stale]:
             path.unlink(missing_ok=True)
         save_config(run_dir, config)

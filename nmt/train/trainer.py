@@ -24,6 +24,7 @@ from nmt.data.corpus import Corpus
 from nmt.errors import UserError
 from nmt.model.normalisers import annealed_temperature, set_hard_temperature
 from nmt.model.seq2seq import Seq2Seq
+from nmt.scoring import mean_scores
 from nmt.train.distributed import Ranks
 from nmt.train.ema import WeightAverage
 from nmt.train.keeper import CheckpointKeeper
@@ -33,7 +34,7 @@ from nmt.train.progress import Outcome, Progress, ending
 from nmt.train.report import LossWindow, Reporter, clear_progress, show_progress
 from nmt.train.rng import rng_state, set_rng_state
 from nmt.train.signals import StopRequest
-from nmt.train.validation import Validator
+from nmt.train.validation import Validator, target_language
 from nmt.translate.evaluation import evaluate
 from nmt.translate.translator import Translator
 
@@ -186,23 +187,40 @@ class Trainer:
 
     def test(self) -> dict:
         """Scores the best checkpoint's translations of the test split (decode settings), as
-        `nmt eval` does."""
-        if self.corpus.test is None:
+        `nmt eval` does: RUN/test.hyp; with several directions, RUN/test.de-en.hyp ... and
+        the mean scores beside each direction's (test_bleu_de-en, ...)."""
+        if not self.corpus.test:
             return {}
         translator = Translator.load(self.run_dir / "best.pt", self.device)
-        with self.precision.autocast():
-            result = evaluate(translator, self.corpus.test)
-        hypotheses, scores = result.hypotheses, result.scores
-        (self.run_dir / "test.hyp").write_text("".join(h + "\n" for h in hypotheses), "utf-8")
-        test = {f"test_{name}": value for name, value in scores.as_dict().items()}
-        self.report.record({"step": self.progress.step, **test})
-        log.info(
-            "test (%s, best checkpoint, beam %d):\n%s",
-            self.corpus.test.origin,
-            translator.decode.beam,
-            scores.summary(),
+        several = len(self.corpus.test) > 1
+        results = {}
+        for name, text in self.corpus.test.items():
+            with self.precision.autocast():
+                result = evaluate(translator, text, target_language(name))
+            hyp_file = self.run_dir / (f"test.{name}.hyp" if several else "test.hyp")
+            hyp_file.write_text("".join(h + "\n" for h in result.hypotheses), "utf-8")
+            results[name] = result.scores
+            log.info(
+                "test (%s, best checkpoint, beam %d):\n%s",
+                text.origin,
+                translator.decode.beam,
+                result.scores.summary(),
+            )
+        scores = (
+            mean_scores(list(results.values())).as_dict() if several else result.scores.as_dict()
         )
-        return scores.as_dict()
+        record = {f"test_{name}": value for name, value in scores.items()}
+        if several:
+            for name, direction_scores in results.items():
+                record.update(
+                    {
+                        f"test_{metric}_{name}": value
+                        for metric, value in direction_scores.as_dict().items()
+                        if metric in ("bleu", "chrf", "ter")
+                    }
+                )
+        self.report.record({"step": self.progress.step, **record})
+        return scores
 
     def _save_last(self, metrics: dict | None = None) -> None:
         """last.pt on rank 0, with every rank's RNG streams."""

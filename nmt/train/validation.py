@@ -1,5 +1,8 @@
 """Validation during training: greedy BLEU and chrF on the first `train.valid_max_sentences`
-pairs of the valid split, and the teacher-forced loss on the same pairs.
+pairs of the valid split, and the teacher-forced loss on the same pairs. With several
+directions, each is scored on its own valid split, and `valid_loss`, `valid_bleu` and
+`valid_chrf` are their means (what `train.best_metric` judges), beside
+`valid_bleu_de-en` ... for each.
 
 Validating leaves every RNG stream as it found it, so a run draws the same dropout masks
 whether or how often it validates.
@@ -43,21 +46,44 @@ class Validator:
 
     def record(self, progress: Progress) -> dict:
         """The validation record of the model as it stands at `progress.step`."""
-        valid, limit = self.corpus.valid, self.config.train.valid_max_sentences
-        text = ParallelText(valid.src[:limit], valid.tgt[:limit], valid.origin)
-        tokenizer, batch_size = self.corpus.tokenizer, self.config.decode.batch_size
+        limit = self.config.train.valid_max_sentences
+        rows = {}
         with rng_preserved(), torch.no_grad(), self.precision.autocast():
-            translator = Translator(self.model, tokenizer, self.config, self.config.decode.greedy())
-            scores = evaluate(translator, text).scores
-            loss = valid_loss(self.model, tokenizer, text.src, text.tgt, batch_size, self.device)
-            return {
-                "step": progress.step,
-                "valid_loss": round(loss, 4),
-                "valid_ppl": round(math.exp(min(loss, 50)), 2),
-                "valid_bleu": scores.bleu,
-                "valid_chrf": scores.chrf,
-                "minutes": round(progress.minutes(), 2),
-            }
+            for name, valid in self.corpus.valid.items():
+                text = ParallelText(valid.src[:limit], valid.tgt[:limit], valid.origin)
+                rows[name] = self._scores(text, target_language(name))
+        means = {key: sum(row[key] for row in rows.values()) / len(rows) for key in MEANS}
+        record = {
+            "step": progress.step,
+            "valid_loss": round(means["loss"], 4),
+            "valid_ppl": round(math.exp(min(means["loss"], 50)), 2),
+            "valid_bleu": round(means["bleu"], 2),
+            "valid_chrf": round(means["chrf"], 2),
+        }
+        if len(rows) > 1:
+            for name, row in rows.items():
+                record.update({f"valid_{key}_{name}": row[key] for key in ("bleu", "chrf")})
+        return {**record, "minutes": round(progress.minutes(), 2)}
+
+    def _scores(self, text: ParallelText, language: str) -> dict:
+        tokenizer = self.corpus.tokenizer
+        translator = Translator(
+            self.model, tokenizer, self.config, self.config.decode.greedy(), tgt_lang=language
+        )
+        scores = evaluate(translator, text).scores
+        batch_size = self.config.decode.batch_size
+        loss = valid_loss(
+            self.model, tokenizer.towards(language), text.src, text.tgt, batch_size, self.device
+        )
+        return {"loss": loss, "bleu": scores.bleu, "chrf": scores.chrf}
+
+
+MEANS = ("loss", "bleu", "chrf")
+
+
+def target_language(direction: str) -> str:
+    """ "de-en" -> "en"."""
+    return direction.partition("-")[2]
 
 
 def valid_loss(

@@ -11,7 +11,7 @@ from typing import Any
 from nmt.config import Experiment, apply_override, config_from_dict, config_to_dict, parse_override
 from nmt.data.splits import ROLES, ParallelText, load_split, read_lines
 from nmt.errors import UserError
-from nmt.scoring import Scores, SystemRow, compare, format_table, score
+from nmt.scoring import Scores, SystemRow, compare, format_table, mean_scores, score
 from nmt.translate.attention_stats import attention_stats
 from nmt.translate.translator import PathLike, Translator
 
@@ -36,10 +36,39 @@ class Comparison:
         return format_table(self.rows, self.signatures)
 
 
-def evaluate(translator: Translator, text: ParallelText) -> Evaluation:
-    """Translates the source side of `text` with the translator's decode settings and scores
-    the translations against the target side; also measures the best hypotheses' attention."""
-    translations = translator.translate(text.src)
+@dataclass
+class ByDirection:
+    """A multilingual model's scores on each direction's split (a Comparison each when
+    several systems are compared), and their mean."""
+
+    reports: dict[str, Scores | Comparison]  # "de-en" -> report
+
+    def as_dict(self) -> dict:
+        found = {name: report.as_dict() for name, report in self.reports.items()}
+        if all(isinstance(report, Scores) for report in self.reports.values()):
+            return {"directions": found, "mean": mean_scores(list(self.reports.values())).as_dict()}
+        return {"directions": found}
+
+    def summary(self) -> str:
+        reports = self.reports
+        if not all(isinstance(report, Scores) for report in reports.values()):
+            return "\n\n".join(f"{name}:\n{report.summary()}" for name, report in reports.items())
+        mean = mean_scores(list(reports.values()))
+        width = max(len(name) for name in [*reports, "direction"])
+        lines = [f"{'direction':<{width}}   BLEU   chrF    TER"]
+        for name, scores in [*reports.items(), ("mean", mean)]:
+            lines.append(
+                f"{name:<{width}}  {scores.bleu:5.1f}  {scores.chrf:5.1f}  {scores.ter:5.1f}"
+            )
+        signatures = (mean.bleu_signature, mean.chrf_signature, mean.ter_signature)
+        return "\n".join([*lines, *(f"  {signature}" for signature in signatures)])
+
+
+def evaluate(translator: Translator, text: ParallelText, tgt_lang: str | None = None) -> Evaluation:
+    """Translates the source side of `text` with the translator's decode settings (into
+    `tgt_lang`, for a model that writes several languages) and scores the translations
+    against the target side; also measures the best hypotheses' attention."""
+    translations = translator.translate(text.src, tgt_lang=tgt_lang)
     hypotheses = [translation.text for translation in translations]
     stats = attention_stats(t.hypotheses[0] for t in translations if t.hypotheses)
     scores = score(hypotheses, text.tgt)
@@ -48,8 +77,14 @@ def evaluate(translator: Translator, text: ParallelText) -> Evaluation:
     return Evaluation(hypotheses, scores)
 
 
-def checkpoint_split(config: Experiment, split: str, overrides: Sequence[str] = ()) -> ParallelText:
-    """The split that plays `split` (train, valid or test) in a checkpoint's corpus.
+def checkpoint_split(
+    config: Experiment,
+    split: str,
+    overrides: Sequence[str] = (),
+    direction: tuple[str, str] | None = None,
+) -> ParallelText:
+    """The split that plays `split` (train, valid or test) in a checkpoint's corpus, in
+    `direction` (source, target) for a model trained on several.
 
     `overrides` (`data.path=DIR`, ...) amend the checkpoint's own config, e.g. when the
     corpus has moved since training.
@@ -62,7 +97,7 @@ def checkpoint_split(config: Experiment, split: str, overrides: Sequence[str] = 
     config = config_from_dict(raw)
     if getattr(config.data.splits, split) is None:
         raise UserError(f"the checkpoint's config names no {split} split (data.splits.{split}).")
-    return load_split(config.data, split)
+    return load_split(config.data.direction(*(direction or config.data.pairs[0])), split)
 
 
 def read_test_set(src: Path, ref: Path) -> ParallelText:
@@ -99,19 +134,24 @@ def evaluate_run(
     ensemble: bool = False,
     overrides: Sequence[str] = (),
     workers: int | None = None,
+    tgt_lang: str | None = None,
     **decode: Any,
-) -> Scores | Comparison:
+) -> Scores | Comparison | ByDirection:
     """What `nmt eval --checkpoint` prints, as objects: the checkpoint(s) translate the
     `split` of their corpus (`overrides` such as "data.path=DIR" amend its config), or the
     test set `src` with references `ref`, and the translations are scored (one checkpoint:
-    its Scores; several: a Comparison with p-values against the first, unless `ensemble`).
-    `workers`: batches decoded side by side (default: one per core). `decode` (beam=1,
-    alpha=1.0, batch_size=32, ...) replaces their decode settings."""
+    its Scores; several: a Comparison with p-values against the first, unless `ensemble`;
+    a model of several directions: a ByDirection of those, one per direction of its
+    `split`). `tgt_lang`: the language to translate `src` into, or the one whose directions
+    to score. `workers`: batches decoded side by side (default: one per core). `decode`
+    (beam=1, alpha=1.0, batch_size=32, ...) replaces their decode settings."""
     paths = [checkpoints] if isinstance(checkpoints, (str, os.PathLike)) else list(checkpoints)
     if (src is None) != (ref is None):
         raise UserError("src and ref go together: a test set of your own needs both files.")
     test_set = read_test_set(Path(src), Path(ref)) if src is not None else None
-    return score_checkpoints(paths, test_set, split, overrides, ensemble, workers, **decode)
+    return score_checkpoints(
+        paths, test_set, split, overrides, ensemble, workers, tgt_lang, **decode
+    )
 
 
 def score_checkpoints(
@@ -121,15 +161,18 @@ def score_checkpoints(
     overrides: Sequence[str] = (),
     ensemble: bool = False,
     workers: int | None = None,
+    tgt_lang: str | None = None,
     **decode_overrides: Any,
-) -> Scores | Comparison:
+) -> Scores | Comparison | ByDirection:
     """Translates a test set with each checkpoint in turn and scores the translations.
 
-    The test set is `test_set` if given, else the `split` of each checkpoint's own corpus
-    (see checkpoint_split; `overrides` amend its config). `decode_overrides` (beam=1, ...)
-    replace each checkpoint's decode settings. One checkpoint gives its Scores; several give
-    a Comparison, with sacrebleu's paired bootstrap p-values against the first, unless
-    `ensemble` makes them one system, whose Scores come back.
+    The test set is `test_set` if given (translated into `tgt_lang`), else the `split` of
+    each checkpoint's own corpus (see checkpoint_split; `overrides` amend its config), in
+    each direction the first checkpoint was trained on (those into `tgt_lang`, if given).
+    `decode_overrides` (beam=1, ...) replace each checkpoint's decode settings. One
+    checkpoint gives its Scores; several give a Comparison, with sacrebleu's paired
+    bootstrap p-values against the first, unless `ensemble` makes them one system, whose
+    Scores come back; several directions give a ByDirection of those.
     """
     if not checkpoints:
         raise UserError("no checkpoint to score.")
@@ -137,22 +180,53 @@ def score_checkpoints(
     # above the beam size the checkpoint's decode section would refuse e.g. beam=1.
     decode_overrides = {"nbest": 1, **decode_overrides}
     systems = [list(checkpoints)] if ensemble else [[path] for path in checkpoints]
+    names = [str(paths[0]) for paths in systems]
+    translators = [Translator.load(paths, workers=workers, **decode_overrides) for paths in systems]
+    if test_set is not None:
+        return _scored(names, translators, lambda _: test_set, split, tgt_lang)
+    pairs = translators[0].config.data.pairs
+    chosen = [pair for pair in pairs if tgt_lang in (None, pair[1])]
+    if not chosen:
+        raise UserError(
+            f"--tgt-lang {tgt_lang}: the model translates {', '.join(map('-'.join, pairs))}, "
+            f"none into {tgt_lang}; choose one of {', '.join(sorted({t for _, t in pairs}))}."
+        )
+    reports = {
+        "-".join(pair): _scored(
+            names,
+            translators,
+            lambda translator, pair=pair: checkpoint_split(
+                translator.config, split, overrides, pair
+            ),
+            split,
+            pair[1],
+        )
+        for pair in chosen
+    }
+    return next(iter(reports.values())) if len(pairs) == 1 else ByDirection(reports)
+
+
+def _scored(
+    names: list[str],
+    translators: list[Translator],
+    text_of: Any,
+    split: str,
+    tgt_lang: str | None,
+) -> Scores | Comparison:
+    """Each translator's translations of its text (text_of(translator)), scored."""
     evaluations, references = [], None
-    for paths in systems:
-        translator = Translator.load(paths, workers=workers, **decode_overrides)
-        text = test_set
-        if text is None:
-            text = checkpoint_split(translator.config, split, overrides)
+    for translator in translators:
+        text = text_of(translator)
         if references is not None and text.tgt != references:
             raise UserError(
                 "the checkpoints' configs name different corpora for the "
                 f"{split} split; compare systems on the same references."
             )
         references = text.tgt
-        evaluations.append(evaluate(translator, text))
+        evaluations.append(evaluate(translator, text, tgt_lang))
     if len(evaluations) == 1:
         return evaluations[0].scores
-    named = [(str(path), e.hypotheses) for path, e in zip(checkpoints, evaluations, strict=True)]
+    named = [(name, e.hypotheses) for name, e in zip(names, evaluations, strict=True)]
     rows, signatures = compare(named, references)
     rows = [
         replace(

@@ -144,6 +144,7 @@ class Translator:
         decode: DecodeConfig | None = None,
         device: torch.device | None = None,
         workers: int = 1,
+        tgt_lang: str | None = None,
     ):
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -152,6 +153,9 @@ class Translator:
         self.device = device or next(model.parameters()).device
         self.workers = workers  # batches decoded side by side, each on one torch thread
         self._calls = itertools.count()  # numbers translate's calls, for the sampling seeds
+        self.tgt_lang = tgt_lang
+        if tgt_lang is not None:
+            self.towards(tgt_lang)  # an unknown language fails here, not at the first call
 
     @classmethod
     def load(
@@ -161,6 +165,7 @@ class Translator:
         quantize: str | None = None,
         attention_layer: int | None = None,
         workers: int | None = None,
+        tgt_lang: str | None = None,
         **decode: Any,
     ) -> Translator:
         """One checkpoint, or several as an ensemble (every step averages their predictions).
@@ -170,9 +175,10 @@ class Translator:
         thread (default: one per core; on a GPU one). `quantize` "int8": int8 Linear and
         recurrent layers, CPU only (nmt/translate/quantize.py). `attention_layer` (1 to its
         layers): whose attention over the source a Transformer reports, for alignments and
-        plots (default: the last).
+        plots (default: the last). `tgt_lang`: the language to write, for a model that writes
+        several (`target_languages`); translate's own tgt_lang overrides it.
         `decode` replaces the first checkpoint's decode settings (beam=5, nbest=2, ...).
-        Ensemble members must share both vocabularies.
+        Ensemble members must share both vocabularies and their languages.
         """
         paths = _checkpoint_paths(checkpoints)
         if isinstance(device, str):
@@ -180,8 +186,9 @@ class Translator:
         restored = [restore_model(load_checkpoint(path), path) for path in paths]
         models = [model for model, _, _ in restored]
         tokenizer, config = restored[0][1], restored[0][2]
-        for path, (_, other, _) in zip(paths[1:], restored[1:], strict=True):
+        for path, (_, other, other_config) in zip(paths[1:], restored[1:], strict=True):
             _check_same_vocabularies(paths[0], path, tokenizer, other)
+            _check_same_languages(paths[0], path, config, other_config)
         if attention_layer is not None:
             _choose_attention_layer(models, paths, attention_layer)
         settings = _decode_settings(config.decode, decode)
@@ -193,12 +200,21 @@ class Translator:
             workers = available_cores() if device.type == "cpu" else 1
         elif workers < 1:
             raise UserError(f"workers must be at least 1, got {workers}.")
-        return cls(model, tokenizer, config, settings, device, workers)
+        return cls(model, tokenizer, config, settings, device, workers, tgt_lang)
 
     @property
-    def languages(self) -> tuple[str, str]:
-        """(source language, target language), as the training config names them."""
-        return self.config.data.src_lang, self.config.data.tgt_lang
+    def source_languages(self) -> list[str]:
+        return sorted({source for source, _ in self.config.data.pairs})
+
+    @property
+    def target_languages(self) -> list[str]:
+        """The languages this model writes; with several, each call names one (tgt_lang)."""
+        return self.config.data.target_languages
+
+    def towards(self, tgt_lang: str | None) -> Tokenizer:
+        """The tokenizer for translating into `tgt_lang` (None: the translator's, or the
+        model's only language)."""
+        return tokenizer_towards(self.tokenizer, self.target_languages, tgt_lang or self.tgt_lang)
 
     @overload
     def translate(self, sentences: str, **options: Any) -> Translation: ...
@@ -222,13 +238,15 @@ class Translator:
         batch_size: int | None = None,
         constraints: Constraining | Sequence[Constraining] = None,
         prefix: str | Sequence[str | None] | None = None,
+        tgt_lang: str | None = None,
     ) -> Translation | list[Translation]:
         """Translates one sentence (a str: one Translation) or a list of them (one each, in
         order). Options not given are the translator's decode settings; `alignments` and
         `attention` add each candidate's word alignment and attention map. `constraints`
         (a dict {"include": [phrases], "exclude": [phrases]}, or one per sentence) and
         `prefix` (the text the translation starts with, or one per sentence) control the
-        output (nmt/search/constraints.py)."""
+        output (nmt/search/constraints.py). `tgt_lang`: the language to write (see
+        `target_languages`)."""
         single = isinstance(sentences, str)
         options = dict(
             beam=beam,
@@ -239,6 +257,7 @@ class Translator:
             no_repeat_ngram=no_repeat_ngram,
             coverage_penalty=coverage_penalty,
         )
+        tokenizer = self.towards(tgt_lang)
         call = next(self._calls)
         lines = [sentences] if single else _sentences(sentences)
         decode = _decode_settings(self.decode, options)
@@ -251,7 +270,7 @@ class Translator:
             )
         translations = translate_lines(
             lines,
-            self.tokenizer,
+            tokenizer,
             decode,
             lambda src_ids, decode, batch, found: self._search(
                 src_ids, decode, (call, batch), found
@@ -266,7 +285,12 @@ class Translator:
         return translations[0] if single else translations
 
     def check_constraints(
-        self, source: str, constraints: Constraining, prefix: str | None, decode: DecodeConfig
+        self,
+        source: str,
+        constraints: Constraining,
+        prefix: str | None,
+        decode: DecodeConfig,
+        tgt_lang: str | None = None,
     ) -> None:
         """A ConstraintError, naming the field, unless `constraints` and `prefix` can be
         decoded for `source` with `decode` (the server checks each request's this way)."""
@@ -276,12 +300,16 @@ class Translator:
             raise ConstraintError(
                 "constraints.include", "included phrases need beam search, not sampling"
             )
-        ids = self.tokenizer.src.encode([source.strip()])[0][: decode.max_src_len]
+        ids = self.towards(tgt_lang).src.encode([source.strip()])[0][: decode.max_src_len]
         limit = max_lengths(torch.tensor([len(ids)]), decode.max_len_ratio, decode.max_len_extra)
         encode_constraints(self.tokenizer.tgt, wanted, prefix, int(limit), decode.max_constraints)
 
     def score(
-        self, sources: Sequence[str], targets: Sequence[str], batch_size: int | None = None
+        self,
+        sources: Sequence[str],
+        targets: Sequence[str],
+        batch_size: int | None = None,
+        tgt_lang: str | None = None,
     ) -> list[PairScore]:
         """The model's log-probability of each target given its source, token by token, as
         search computes it (an ensemble's combination included). Sources are cut at
@@ -292,7 +320,8 @@ class Translator:
                 f"score needs one target per source, got {len(sources)} sources and "
                 f"{len(targets)} targets."
             )
-        src_ids = _truncated(self.tokenizer.src.encode(sources), self.decode.max_src_len)
+        src_ids = self.towards(tgt_lang).src.encode(sources)
+        src_ids = _truncated(src_ids, self.decode.max_src_len)
         tgt = self.tokenizer.tgt
         tgt_ids = [ids + [tgt.eos_id] for ids in tgt.encode(targets)]
         results = [PairScore(None, tgt.pieces(ids), []) for ids in tgt_ids]
@@ -409,12 +438,13 @@ def translate_lines(
             copied = any(t >= tokenizer.tgt.size for h in hypotheses for t in h.tokens)
             wanted = alignments or attention or copied  # a copy model's output names them
             src_pieces = tokenizer.src.pieces(src_ids[index]) if wanted else []
+            tags = tokenizer.src.prefix
             candidates = [
                 Candidate(
                     tokenizer.tgt.decode(hypothesis.tokens, src_pieces),
                     hypothesis.normalised_score(decode.alpha, decode.coverage_penalty),
                     hypothesis,
-                    hypothesis_alignment(hypothesis, src_pieces, tokenizer.tgt)
+                    hypothesis_alignment(hypothesis, _words_only(src_pieces, tags), tokenizer.tgt)
                     if alignments
                     else None,
                     AttentionMap.of(hypothesis, src_pieces, tokenizer) if attention else None,
@@ -426,6 +456,12 @@ def translate_lines(
             candidates.sort(key=lambda candidate: candidate.score, reverse=True)
             results[index] = dataclasses.replace(results[index], nbest=candidates)
     return results
+
+
+def _words_only(src_pieces: list[str], prefix: list[int]) -> list[str]:
+    """The source pieces with the language tag in front (if any) as a piece of no word, so
+    word alignments count the source's own words from 0."""
+    return [""] * len(prefix) + src_pieces[len(prefix) :]
 
 
 def _encoded_guides(
@@ -555,6 +591,34 @@ def _check_same_vocabularies(first: Path, path: Path, tokenizer: Tokenizer, othe
                 "(their SentencePiece models differ); an ensemble needs models trained "
                 "with the same tokenizer."
             )
+
+
+def tokenizer_towards(
+    tokenizer: Tokenizer, languages: Sequence[str], language: str | None
+) -> Tokenizer:
+    """The tokenizer for translating into `language` (None: the only one of `languages`,
+    the languages a model writes): sources tagged with it when the model reads tags."""
+    if language is None and len(languages) > 1:
+        raise UserError(
+            f"this model writes {', '.join(languages)}: name the language to translate "
+            "into (--tgt-lang on the command line, tgt_lang in Python and the server)."
+        )
+    if language is not None and language not in languages:
+        raise UserError(
+            f"tgt_lang '{language}': this model writes {', '.join(languages)} only; "
+            "choose one of them."
+        )
+    return tokenizer.towards(language or languages[0])
+
+
+def _check_same_languages(first: Path, path: Path, config: Experiment, other: Experiment):
+    if other.data.target_languages != config.data.target_languages:
+        raise UserError(
+            f"checkpoints {first} and {path} write different languages "
+            f"({', '.join(config.data.target_languages)} vs "
+            f"{', '.join(other.data.target_languages)}); an ensemble needs models that write "
+            "the same ones."
+        )
 
 
 def _choose_attention_layer(models: list[torch.nn.Module], paths: list[Path], number: int):

@@ -26,7 +26,7 @@ def as_pairs(batches):
 
 
 def test_one_pool_gives_the_same_batches_on_all_three_paths(tmp_path, config, tokenizer):
-    memory = memory_source(load_split(config.data, "train"), tokenizer, config)
+    memory = memory_source({"train": load_split(config.data, "train")}, tokenizer, config)
     two_processes = dataclasses.replace(config.data, num_proc=2)  # datasets.map in 2 processes
     cached = arrow_source(dataclasses.replace(config, data=two_processes), tokenizer, tmp_path)
     stream = StreamSource(config.data, tokenizer, config.train.batch_tokens, config.train.seed)
@@ -40,7 +40,7 @@ def test_one_pool_gives_the_same_batches_on_all_three_paths(tmp_path, config, to
 
 
 def test_many_pools_give_the_same_pairs_per_epoch_under_the_same_budget(config, tokenizer):
-    memory = memory_source(load_split(config.data, "train"), tokenizer, config)
+    memory = memory_source({"train": load_split(config.data, "train")}, tokenizer, config)
     budget = config.train.batch_tokens
     stream = StreamSource(config.data, tokenizer, budget, config.train.seed, pool_batches=3)
     everything = Counter(pair for batch in as_pairs(memory.batches(0)) for pair in batch)
@@ -83,8 +83,10 @@ def test_sampled_segmentations_spell_the_same_pairs_and_repeat_on_resume(
     text = load_split(config.data, "train")
     tokenizer = build_tokenizer(config.tokenizer, text.src, text.tgt, tmp_path)
     best_only = dataclasses.replace(config.tokenizer, sample_alpha=None)
-    plain = memory_source(text, tokenizer, dataclasses.replace(config, tokenizer=best_only))
-    sampled = memory_source(text, tokenizer, config)
+    plain = memory_source(
+        {"train": text}, tokenizer, dataclasses.replace(config, tokenizer=best_only)
+    )
+    sampled = memory_source({"train": text}, tokenizer, config)
     drawn = as_pairs(sampled.batches(0))
     assert drawn == as_pairs(sampled.batches(0))  # a pure function of (seed, epoch)
     assert as_pairs(sampled.batches(0, start=5)) == drawn[5:]  # resuming mid-epoch

@@ -12,7 +12,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from conftest import TINY_TRANSFORMER, nmt, tiny_experiment, write_checkpoint
+from conftest import TINY_TRANSFORMER, nmt, tiny_experiment, two_way_tokenizer, write_checkpoint
 from nmt.checkpoint import checkpoint_payload, save_checkpoint
 from nmt.cli import app
 from nmt.data.tokenizer import Tokenizer, build_tokenizer
@@ -179,6 +179,42 @@ def test_positions_export_as_ctranslate2_computes_them(sides, tmp_path, corpus_d
     assert [t.text for t in found] == [t.text for t in expected]
     for mine, its in zip(expected, found, strict=True):
         assert abs(mine.hypotheses[0].score - its.hypotheses[0].score) < 1e-3
+
+
+def test_a_model_of_several_target_languages_exports_with_its_tags(tmp_path, corpus_dir, tokenizer):
+    """The engine puts the tag of --tgt-lang in front as a piece: greedy output and scores
+    are ours in both directions, and a missing language is refused as ours refuses it."""
+    config = tiny_experiment(corpus_dir, *TINY_TRANSFORMER, "data.directions=[en-de,de-en]")
+    checkpoint = perturbed_checkpoint(tmp_path / "model.pt", config, two_way_tokenizer(tokenizer))
+    directory = export_ctranslate2(checkpoint, tmp_path / "ct2")
+    assert "<2de>, <2en>" in (directory / "README.txt").read_text("utf-8")
+    lines = (corpus_dir / "test.en").read_text("utf-8").splitlines()[:16]
+    ours = Translator.load(checkpoint, beam=1)
+    theirs = load_ctranslate2_translator(directory, beam=1)
+    for language in ("de", "en"):
+        expected = ours.translate(lines, tgt_lang=language)
+        found = theirs.translate(lines, tgt_lang=language)
+        assert [t.text for t in found] == [t.text for t in expected]
+        for mine, its in zip(expected, found, strict=True):
+            assert abs(mine.hypotheses[0].score - its.hypotheses[0].score) < 1e-3
+    assert {t.text for t in ours.translate(lines, tgt_lang="de")} != {
+        t.text for t in ours.translate(lines, tgt_lang="en")
+    }
+    with pytest.raises(UserError, match="this model writes de, en"):
+        theirs.translate(lines)
+    result = nmt(
+        "translate",
+        "--engine",
+        "ctranslate2",
+        "--model",
+        directory,
+        "--tgt-lang",
+        "en",
+        "--beam",
+        1,
+        input=lines[0] + "\n",
+    )
+    assert result.returncode == 0 and result.stdout.strip() == found[0].text
 
 
 def test_an_alibi_encoder_is_refused_with_the_reason(corpus_dir):

@@ -10,7 +10,7 @@ import shutil
 import pytest
 from serving import running_server
 
-from conftest import tiny_experiment, write_checkpoint
+from conftest import tiny_experiment, two_way_tokenizer, write_checkpoint
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -24,9 +24,11 @@ def server(tmp_path_factory, corpus_dir, tokenizer):
     directory = tmp_path_factory.mktemp("page")
     heads = tiny_experiment(corpus_dir, "model.attention.type=multihead", "model.attention.heads=2")
     additive = tiny_experiment(corpus_dir)
+    two_way = tiny_experiment(corpus_dir, "data.directions=[en-de,de-en]")
     specs = [
         f"multihead={write_checkpoint(directory / 'heads.pt', heads, tokenizer)}",
         f"additive={write_checkpoint(directory / 'additive.pt', additive, tokenizer)}",
+        f"two-way={write_checkpoint(directory / 'two.pt', two_way, two_way_tokenizer(tokenizer))}",
     ]
     checkpoints = [f"--checkpoint={spec}" for spec in specs]
     with running_server(directory / "server.log", *checkpoints, "--max-sentences", 2) as s:
@@ -63,12 +65,13 @@ def test_the_page_translates_and_draws_the_attention(server, browser, tmp_path):
 
     wait = WebDriverWait(browser, 60)
     browser.get(server.url + "/")
-    wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#model-a option")) == 2)
+    wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#model-a option")) == 3)
     labels = [o.text for o in browser.find_elements(By.CSS_SELECTOR, "#model-b option")]
     assert labels == [
         "none",
         "multihead (en→de, rnnsearch, multihead)",
         "additive (en→de, rnnsearch, additive)",
+        "two-way (en→de de→en, rnnsearch, additive)",
     ]
     Select(browser.find_element(By.ID, "model-a")).select_by_value("multihead")
     Select(browser.find_element(By.ID, "model-b")).select_by_value("additive")
@@ -106,6 +109,38 @@ def test_the_page_translates_and_draws_the_attention(server, browser, tmp_path):
     wait.until(lambda _: tooltip.is_displayed())
     assert tooltip.text.endswith(f"{float(cell.get_attribute('data-weight')):.3f}")
     browser.save_screenshot(str(tmp_path / "page.png"))
+
+
+def test_a_model_that_writes_several_languages_gets_a_language_picker(server, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.select import Select
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    wait = WebDriverWait(browser, 60)
+    browser.get(server.url + "/")
+    wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#model-a option")) == 3)
+    picker = browser.find_element(By.ID, "tgt-lang-label")
+    assert not picker.is_displayed()  # the first model writes German only
+    Select(browser.find_element(By.ID, "model-a")).select_by_value("two-way")
+    assert picker.is_displayed()
+    languages = Select(browser.find_element(By.ID, "tgt-lang"))
+    assert [option.text for option in languages.options] == ["de", "en"]
+    source = browser.find_element(By.ID, "source")
+    source.clear()
+    source.send_keys(SENTENCE)
+    shown = []
+    for language in ("en", "de"):
+        languages.select_by_value(language)
+        browser.find_element(By.ID, "translate").click()
+        wait.until(lambda b: "done" in b.find_element(By.ID, "status").text)
+        column = browser.find_element(By.CSS_SELECTOR, '.column[data-model="two-way"]')
+        shown.append(column.find_element(By.CSS_SELECTOR, ".translation").text)
+    for language, text in zip(("en", "de"), shown, strict=True):
+        request = {"src": SENTENCE, "id": "two-way", "tgt_lang": language}
+        status, answer = server.translate([request])
+        assert status == 200 and text == answer[0][0]["tgt"].strip()
+    Select(browser.find_element(By.ID, "model-a")).select_by_value("additive")
+    assert not picker.is_displayed()
 
 
 def test_the_page_asks_for_the_api_key_and_again_after_a_cancel_or_a_wrong_key(

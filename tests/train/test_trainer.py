@@ -30,11 +30,18 @@ def without_timing(run_dir):
     return [{k: v for k, v in r.items() if k not in timing} for r in records(run_dir)]
 
 
-@pytest.mark.parametrize("sampling", [[], ["tokenizer.sample_alpha=0.2"]], ids=["best", "sampled"])
+TWO_DIRECTIONS = ["data.directions=[en-de,de-en]", "data.max_pairs={en-de: 150, de-en: 150}"]
+
+
+@pytest.mark.parametrize(
+    "sampling",
+    [[], ["tokenizer.sample_alpha=0.2"], TWO_DIRECTIONS],
+    ids=["best", "sampled", "two-directions"],
+)
 def test_resume_is_bit_identical_to_a_straight_run(tmp_path, corpus_dir, sampling):
     """40 steps straight == 20 steps, stop, resume, 20 steps: same parameters, same log.
     Dropout is on and the 40 steps cross an epoch boundary (~22 batches per epoch); with
-    sampled segmentations too."""
+    sampled segmentations too, and with two directions drawn at random."""
     keys = ["train.valid_every=10", "train.log_every=5", "train.batch_tokens=400", *sampling]
     keys += ["model.encoder.dropout=0.3", "model.decoder.dropout=0.3"]
     straight, split = tmp_path / "straight", tmp_path / "split"
@@ -185,7 +192,7 @@ def test_a_lower_valid_loss_is_better_and_only_the_plateau_schedule_reduces(corp
 def tiny_validator(config, tokenizer, corpus_dir):
     src = (corpus_dir / "valid.en").read_text().splitlines()
     tgt = (corpus_dir / "valid.de").read_text().splitlines()
-    corpus = Corpus(tokenizer, None, ParallelText(src, tgt, "valid"), None)
+    corpus = Corpus(tokenizer, None, {"en-de": ParallelText(src, tgt, "valid")}, {})
     torch.manual_seed(0)
     model = build_model(config.model, tokenizer.src, tokenizer.tgt)
     cpu = torch.device("cpu")
@@ -217,7 +224,7 @@ def test_the_valid_loss_is_per_target_token_whatever_the_batching(corpus_dir, to
     is over all target tokens, not over batches."""
     config = experiment(corpus_dir)
     validator = tiny_validator(config, tokenizer, corpus_dir)
-    valid, cpu = validator.corpus.valid, torch.device("cpu")
+    valid, cpu = validator.corpus.valid["en-de"], torch.device("cpu")
     src, refs = valid.src[:8], valid.tgt[:8]
     with torch.no_grad():
         one = valid_loss(validator.model, tokenizer, src, refs, 1, cpu)

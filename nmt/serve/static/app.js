@@ -33,6 +33,10 @@ class KeyNeeded extends Error {}
 // What one request may hold (GET translator/limits); longer inputs go in several requests.
 let maxSentences = 64;
 
+// The languages each model writes (GET translator/models): a model that writes several needs
+// the one to write in every request, picked under "Into".
+const targetLanguages = {};
+
 async function api(path, body) {
   const headers = body === undefined ? {} : { "Content-Type": "application/json" };
   const key = sessionStorage.getItem(KEY_STORE);
@@ -71,7 +75,9 @@ async function loadModels() {
   $("model-b").replaceChildren(none);
   maxSentences = (await api("translator/limits")).max_sentences;
   for (const model of models) {
-    const details = [`${model.src_lang}→${model.tgt_lang}`, model.decoder, model.attention];
+    targetLanguages[model.model_id] = model.tgt_langs;
+    const directions = model.directions.map((d) => d.replace("-", "→")).join(" ");
+    const details = [directions, model.decoder, model.attention];
     if (model.quantize) details.push(model.quantize);
     const label = `${model.model_id} (${details.join(", ")})`;
     for (const id of ["model-a", "model-b"]) {
@@ -80,7 +86,35 @@ async function loadModels() {
       $(id).append(option);
     }
   }
+  showLanguages();
   setStatus(`${models.length} model${models.length === 1 ? "" : "s"} loaded`);
+}
+
+// The "Into" picker lists the languages the chosen models write, when one writes several.
+function showLanguages() {
+  const ids = [$("model-a").value, $("model-b").value].filter((id) => id);
+  const several = ids.filter((id) => (targetLanguages[id] || []).length > 1);
+  const languages = [...new Set(several.flatMap((id) => targetLanguages[id]))].sort();
+  const select = $("tgt-lang");
+  const kept = select.value;
+  select.replaceChildren(...languages.map((language) => {
+    const option = element("option", "", language);
+    option.value = language;
+    return option;
+  }));
+  if (languages.includes(kept)) select.value = kept;
+  $("tgt-lang-label").hidden = languages.length === 0;
+}
+
+// A request's options for model `id`: the language picked, if the model writes several.
+function optionsFor(id, options) {
+  const languages = targetLanguages[id] || [];
+  if (languages.length < 2) return options;
+  const language = $("tgt-lang").value;
+  if (!languages.includes(language)) {
+    throw new Error(`${id} writes ${languages.join(", ")}, not ${language}: pick one of them`);
+  }
+  return Object.assign({ tgt_lang: language }, options);
 }
 
 async function translate() {
@@ -93,7 +127,8 @@ async function translate() {
   try {
     const started = performance.now();
     const options = beam > 0 ? { beam } : {};
-    const best = await Promise.all(ids.map((id) => translateLines(id, lines, options)));
+    const best = await Promise.all(
+      ids.map((id) => translateLines(id, lines, optionsFor(id, options))));
     const results = $("results");
     results.replaceChildren(...ids.map((id, i) => column(id, best[i])));
     results.classList.toggle("pair", ids.length === 2);
@@ -270,6 +305,8 @@ function start() {
 
 document.addEventListener("DOMContentLoaded", () => {
   $("translate").addEventListener("click", translate);
+  $("model-a").addEventListener("change", showLanguages);
+  $("model-b").addEventListener("change", showLanguages);
   $("enter-key").addEventListener("click", start);
   $("source").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) translate();

@@ -1,0 +1,72 @@
+"""BLEU, chrF and the off-target rate of checkpoints on Multi30k's test_2016_flickr, in any
+direction between its languages (de, en, cs): the directions a model was trained on and the
+zero-shot ones it was not (de-cs, cs-de), into each language its tags allow.
+
+The off-target rate is the share of non-blank translations that a language identifier
+(py3langid, restricted to the corpus's languages) does not find in the language asked for:
+the failure zero-shot translation is known for, answering in the wrong language.
+
+    python scripts/multilingual_eval.py --checkpoint runs/multilingual/best.pt \
+        --directions de-en en-de cs-en en-cs de-cs cs-de
+    python scripts/multilingual_eval.py --checkpoint runs/cs_en_5k/best.pt --directions cs-en
+
+One JSON line per checkpoint and direction.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
+LANGUAGES = ("de", "en", "cs")
+
+
+def off_target_rate(translations: list[str], language: str) -> float:
+    import py3langid
+
+    py3langid.set_languages(list(LANGUAGES))
+    written = [line for line in translations if line.strip()]
+    wrong = sum(py3langid.classify(line)[0] != language for line in written)
+    return round(100 * wrong / max(len(written), 1), 1)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", type=Path, nargs="+", required=True)
+    parser.add_argument("--directions", nargs="+", required=True, help="e.g. de-en de-cs")
+    parser.add_argument("--data", type=Path, default=MULTI30K)
+    parser.add_argument("--split", default="test_2016_flickr")
+    parser.add_argument("--beam", type=int, default=5)
+    args = parser.parse_args()
+
+    from nmt.data.splits import read_lines
+    from nmt.scoring import score
+    from nmt.translate.translator import Translator
+
+    for checkpoint in args.checkpoint:
+        translator = Translator.load(checkpoint, beam=args.beam, nbest=1)
+        for direction in args.directions:
+            source, target = direction.split("-")
+            sources = read_lines(args.data / f"{args.split}.{source}")
+            references = read_lines(args.data / f"{args.split}.{target}")
+            translations = [t.text for t in translator.translate(sources, tgt_lang=target)]
+            scores = score(translations, references)
+            trained = [f"{s}-{t}" for s, t in translator.config.data.pairs]
+            row = {
+                "checkpoint": str(checkpoint),
+                "direction": direction,
+                "zero_shot": direction not in trained,
+                "bleu": scores.bleu,
+                "chrf": scores.chrf,
+                "off_target": off_target_rate(translations, target),
+                "reference_off_target": off_target_rate(references, target),
+            }
+            print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
