@@ -48,22 +48,14 @@ Shard = Callable[[Iterable], Iterator]  # a process's share of the batches (all 
 
 
 class IndexedSource:
-    """Pairs addressable by index (lists in memory, or Arrow rows), batched by TokenBatcher."""
+    """Pairs addressable by index (lists in memory, or Arrow rows), batched by `batcher`."""
 
     def __init__(
-        self,
-        src_lengths: list[int],
-        tgt_lengths: list[int],
-        fetch: Callable[[list[int]], PairBatch],
-        batch_tokens: int,
-        seed: int,
-        batcher: TokenBatcher | None = None,
+        self, batcher: TokenBatcher, fetch: Callable[[list[int]], PairBatch], description: str
     ):
-        self.batcher = batcher or TokenBatcher(
-            src_lengths, tgt_lengths, batch_tokens, seed, POOL_BATCHES
-        )
+        self.batcher = batcher
         self.fetch = fetch
-        self.description = f"{len(src_lengths)} training pairs"
+        self.description = description
 
     def batches(self, epoch: int, start: int = 0, shard: Shard = iter) -> Iterator[PairBatch]:
         """The epoch's batches from number `start` on; `shard` picks this process's share of
@@ -88,35 +80,25 @@ def memory_source(
         return SampledSource(text, encoded[0], tokenizer.towards(target), config)
     src = [ids for split in encoded for ids in split.src]
     tgt = [ids for split in encoded for ids in split.tgt]
-    src_lengths, tgt_lengths = [len(s) for s in src], [len(t) for t in tgt]
-    batcher = None
-    if len(encoded) > 1:
-        sizes = [len(split.src) for split in encoded]
-        batcher = TokenBatcher(
-            src_lengths,
-            tgt_lengths,
-            config.train.batch_tokens,
-            config.train.seed,
-            POOL_BATCHES,
-            groups=sizes,
-            probabilities=sampling_probabilities(sizes, data.sampling_temperature),
-        )
-    source = IndexedSource(
-        src_lengths,
-        tgt_lengths,
-        lambda indices: ([src[i] for i in indices], [tgt[i] for i in indices]),
+    sizes = [len(split.src) for split in encoded]
+    several = len(sizes) > 1
+    batcher = TokenBatcher(
+        [len(ids) for ids in src],
+        [len(ids) for ids in tgt],
         config.train.batch_tokens,
         config.train.seed,
-        batcher,
+        POOL_BATCHES,
+        groups=sizes if several else None,
+        probabilities=sampling_probabilities(sizes, data.sampling_temperature) if several else None,
     )
-    if len(encoded) > 1:
-        source.description = (
-            ", ".join(
-                f"{name} {len(split.src)}" for name, split in zip(texts, encoded, strict=True)
-            )
-            + " training pairs"
-        )
-    return source
+    counts = zip(texts, sizes, strict=True)
+    return IndexedSource(
+        batcher,
+        lambda indices: ([src[i] for i in indices], [tgt[i] for i in indices]),
+        ", ".join(f"{name} {size}" for name, size in counts) + " training pairs"
+        if several
+        else f"{len(src)} training pairs",
+    )
 
 
 class SampledSource:
@@ -257,13 +239,14 @@ def arrow_source(config: Experiment, tokenizer: Tokenizer, cache_root: Path) -> 
         rows = dataset[indices]
         return rows["src_ids"], rows["tgt_ids"]
 
-    return IndexedSource(
+    batcher = TokenBatcher(
         dataset.data.column("src_len").to_pylist(),
         dataset.data.column("tgt_len").to_pylist(),
-        fetch,
         config.train.batch_tokens,
         config.train.seed,
+        POOL_BATCHES,
     )
+    return IndexedSource(batcher, fetch, f"{len(dataset)} training pairs")
 
 
 def _build_arrow_cache(data: DataConfig, tokenizer: Tokenizer, directory: Path) -> None:

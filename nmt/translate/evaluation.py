@@ -43,17 +43,21 @@ class ByDirection:
 
     reports: dict[str, Scores | Comparison]  # "de-en" -> report
 
+    @property
+    def mean(self) -> Scores | None:
+        """The directions' mean scores; None when each direction compares several systems."""
+        reports = list(self.reports.values())
+        return mean_scores(reports) if all(isinstance(r, Scores) for r in reports) else None
+
     def as_dict(self) -> dict:
         found = {name: report.as_dict() for name, report in self.reports.items()}
-        if all(isinstance(report, Scores) for report in self.reports.values()):
-            return {"directions": found, "mean": mean_scores(list(self.reports.values())).as_dict()}
-        return {"directions": found}
+        mean = self.mean
+        return {"directions": found} | ({"mean": mean.as_dict()} if mean else {})
 
     def summary(self) -> str:
-        reports = self.reports
-        if not all(isinstance(report, Scores) for report in reports.values()):
+        reports, mean = self.reports, self.mean
+        if mean is None:
             return "\n\n".join(f"{name}:\n{report.summary()}" for name, report in reports.items())
-        mean = mean_scores(list(reports.values()))
         width = max(len(name) for name in [*reports, "direction"])
         lines = [f"{'direction':<{width}}   BLEU   chrF    TER"]
         for name, scores in [*reports.items(), ("mean", mean)]:
