@@ -8,6 +8,7 @@ small and always read into memory as text: validation and the final test transla
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -26,6 +27,9 @@ from nmt.data.tokenizer import Tokenizer, build_tokenizer
 from nmt.errors import UserError
 
 TOKENIZER_SAMPLE = 200_000
+UNKNOWN_WARNING = 0.01  # share of <unk> pieces in a valid side that a tokenizer should not reach
+
+log = logging.getLogger("nmt")
 
 
 @dataclass
@@ -56,6 +60,7 @@ def prepare_corpus(config: Experiment, run_dir: Path, tokenizer: Tokenizer | Non
         }
         if tokenizer is None:
             tokenizer = _trained_tokenizer(config, texts)
+        warn_unknown_pieces(tokenizer, valid, data.pairs)
         return Corpus(tokenizer, memory_source(texts, tokenizer, config), valid, test)
     if tokenizer is not None and tokenizer.tags:
         raise UserError(
@@ -67,11 +72,41 @@ def prepare_corpus(config: Experiment, run_dir: Path, tokenizer: Tokenizer | Non
         tokenizer = build_tokenizer(
             config.tokenizer, [s for s, _ in sample], [t for _, t in sample], cache_dir(data)
         )
+    warn_unknown_pieces(tokenizer, valid, data.pairs)
     if data.streaming:
         train = StreamSource(data, tokenizer, config.train.batch_tokens, config.train.seed)
     else:
         train = arrow_source(config, tokenizer, run_dir / "cache")
     return Corpus(tokenizer, train, valid, test)
+
+
+def warn_unknown_pieces(
+    tokenizer: Tokenizer, valid: dict[str, ParallelText], pairs: list[tuple[str, str]]
+) -> None:
+    """A warning for each language whose valid text the tokenizer reads with many <unk>
+    pieces: a tokenizer given to the run (train.init_from, tokenizer.model) that never saw
+    the language's characters leaves the model blind to them, and training would not say."""
+    shares: dict[str, float] = {}
+    for (source, target), text in zip(pairs, valid.values(), strict=True):
+        for language, vocab, lines in (
+            (source, tokenizer.src, text.src),
+            (target, tokenizer.tgt, text.tgt),
+        ):
+            if language not in shares:
+                ids = [i for line in vocab.encode(lines) for i in line]
+                shares[language] = ids.count(vocab.unk_id) / max(1, len(ids))
+    for language, share in shares.items():
+        if share > UNKNOWN_WARNING:
+            log.warning(
+                "warning: the tokenizer reads %.1f%% of the pieces of the %s valid text as "
+                "<unk>: it was trained without most of this language's characters, so the "
+                "model can neither read nor write them. Use a tokenizer trained on every "
+                "language of the run (for a child of train.init_from: train the parent with "
+                "tokenizer.model set to a SentencePiece model of the parent's and the "
+                "child's languages).",
+                100 * share,
+                language,
+            )
 
 
 def _first_pairs(text: ParallelText, limit: int | None) -> ParallelText:

@@ -4,13 +4,14 @@ when it does not; the Arrow cache is built once and reused. Sampled segmentation
 regularisation) spell the same pairs, differ from draw to draw, and repeat on resume."""
 
 import dataclasses
+import shutil
 from collections import Counter
 
 import pytest
 
 from conftest import tiny_experiment, write_parallel
 from nmt.data import sources as sources_module
-from nmt.data.corpus import StreamSource, arrow_source, memory_source
+from nmt.data.corpus import StreamSource, arrow_source, memory_source, prepare_corpus
 from nmt.data.splits import load_split
 from nmt.data.tokenizer import build_tokenizer
 
@@ -108,3 +109,23 @@ def test_sampled_segmentations_spell_the_same_pairs_and_repeat_on_resume(
     pieces = Counter(pair for batch in drawn for pair in batch)
     resegmented = pieces - Counter(pair for batch in best for pair in batch)
     assert len(resegmented) > 0.1 * len(text.src)  # about 0.2 of these short pairs
+
+
+def test_a_tokenizer_that_cannot_read_a_language_is_named_in_a_warning(
+    tmp_path, corpus_dir, tokenizer, caplog
+):
+    """A tokenizer trained without a language's characters (a parent of train.init_from
+    trained on other languages) turns its text into <unk>: the run says so, naming it."""
+    prepare_corpus(tiny_experiment(corpus_dir), tmp_path / "run", tokenizer)
+    assert "<unk>" not in caplog.text
+    greek = tmp_path / "greek"
+    shutil.copytree(corpus_dir, greek)
+    latin, letters = "abcdefghiklmnoprstuvxyz", "αβψδεφγηικλμνοπρστυωχυζ"
+    english = (corpus_dir / "valid.en").read_text("utf-8")
+    (greek / "valid.en").write_text(english.translate(str.maketrans(latin, letters)), "utf-8")
+    prepare_corpus(tiny_experiment(greek), tmp_path / "run", tokenizer)
+    (warning,) = [
+        record.getMessage() for record in caplog.records if "<unk>" in record.getMessage()
+    ]
+    assert "of the pieces of the en valid text as <unk>" in warning
+    assert float(warning.split("reads ")[1].split("%")[0]) > 30
