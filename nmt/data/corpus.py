@@ -52,16 +52,31 @@ def prepare_corpus(config: Experiment, run_dir: Path, tokenizer: Tokenizer | Non
     test = {}
     if data.splits.test:
         test = {name: load_split(one, "test") for name, one in directions.items()}
-    if not (data.streaming or data.num_proc):
-        limits = data.max_pairs or {}
-        texts = {
-            name: _first_pairs(load_split(one, "train"), limits.get(name))
-            for name, one in directions.items()
-        }
-        if tokenizer is None:
-            tokenizer = _trained_tokenizer(config, texts)
-        warn_unknown_pieces(tokenizer, valid, data.pairs)
-        return Corpus(tokenizer, memory_source(texts, tokenizer, config), valid, test)
+    if data.streaming or data.num_proc:
+        tokenizer, train = _cached_or_streamed(config, run_dir, tokenizer)
+    else:
+        tokenizer, train = _in_memory(config, directions, tokenizer)
+    warn_unknown_pieces(tokenizer, valid, data.pairs)
+    return Corpus(tokenizer, train, valid, test)
+
+
+def _in_memory(
+    config: Experiment, directions: dict, tokenizer: Tokenizer | None
+) -> tuple[Tokenizer, IndexedSource | SampledSource]:
+    limits = config.data.max_pairs or {}
+    texts = {
+        name: _first_pairs(load_split(one, "train"), limits.get(name))
+        for name, one in directions.items()
+    }
+    if tokenizer is None:
+        tokenizer = _trained_tokenizer(config, texts)
+    return tokenizer, memory_source(texts, tokenizer, config)
+
+
+def _cached_or_streamed(
+    config: Experiment, run_dir: Path, tokenizer: Tokenizer | None
+) -> tuple[Tokenizer, IndexedSource | StreamSource]:
+    data = config.data
     if tokenizer is not None and tokenizer.tags:
         raise UserError(
             "a tokenizer with target-language tags (from train.init_from) needs the train split "
@@ -72,12 +87,11 @@ def prepare_corpus(config: Experiment, run_dir: Path, tokenizer: Tokenizer | Non
         tokenizer = build_tokenizer(
             config.tokenizer, [s for s, _ in sample], [t for _, t in sample], cache_dir(data)
         )
-    warn_unknown_pieces(tokenizer, valid, data.pairs)
     if data.streaming:
-        train = StreamSource(data, tokenizer, config.train.batch_tokens, config.train.seed)
-    else:
-        train = arrow_source(config, tokenizer, run_dir / "cache")
-    return Corpus(tokenizer, train, valid, test)
+        return tokenizer, StreamSource(
+            data, tokenizer, config.train.batch_tokens, config.train.seed
+        )
+    return tokenizer, arrow_source(config, tokenizer, run_dir / "cache")
 
 
 def warn_unknown_pieces(
