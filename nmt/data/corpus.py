@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
-from nmt.config import Experiment
+from nmt.config import DataConfig, Experiment
 from nmt.data.directions import balanced_lines, direction_name
 from nmt.data.sources import (
     IndexedSource,
@@ -61,7 +61,7 @@ def prepare_corpus(config: Experiment, run_dir: Path, tokenizer: Tokenizer | Non
 
 
 def _in_memory(
-    config: Experiment, directions: dict, tokenizer: Tokenizer | None
+    config: Experiment, directions: dict[str, DataConfig], tokenizer: Tokenizer | None
 ) -> tuple[Tokenizer, IndexedSource | SampledSource]:
     limits = config.data.max_pairs or {}
     texts = {
