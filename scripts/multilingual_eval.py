@@ -10,7 +10,8 @@ the failure zero-shot translation is known for, answering in the wrong language.
         --directions de-en en-de cs-en en-cs de-cs cs-de
     python scripts/multilingual_eval.py --checkpoint runs/cs_en_5k/best.pt --directions cs-en
 
-One JSON line per checkpoint and direction.
+One JSON line per checkpoint and direction; --hyp-dir also keeps the translations, as
+RUN.SPLIT.DIRECTION.hyp (RUN: the checkpoint's directory name), for `nmt eval --hyp`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=MULTI30K)
     parser.add_argument("--split", default="test_2016_flickr")
     parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--hyp-dir", type=Path, help="an existing directory for the translations")
     args = parser.parse_args()
 
     from nmt.data.splits import read_lines
@@ -55,6 +57,9 @@ def main() -> None:
             references = read_lines(args.data / f"{args.split}.{target}")
             translations = [t.text for t in translator.translate(sources, tgt_lang=target)]
             scores = score(translations, references)
+            if args.hyp_dir:
+                hyp_file = args.hyp_dir / f"{checkpoint.parent.name}.{args.split}.{direction}.hyp"
+                hyp_file.write_text("".join(f"{line}\n" for line in translations))
             trained = [f"{s}-{t}" for s, t in translator.config.data.pairs]
             row = {
                 "checkpoint": str(checkpoint),
