@@ -25,8 +25,8 @@ MODEL = (  # the tiny experiment at a width that learns this corpus in a minute
     "model.decoder.out_dim=32",
     "train.batch_tokens=800",
     "train.lr=0.005",
-    "train.max_steps=600",
-    "train.valid_every=600",
+    "train.max_steps=900",
+    "train.valid_every=900",
     "train.log_every=100",
     "data.splits.test=null",
 )

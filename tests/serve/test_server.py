@@ -157,7 +157,9 @@ def test_nbest_alignments_and_attention(server, expected):
         for column, index in ((0, 0), (2, 1)):
             got = answer[rank][column]
             _, text, score, align = nbest[2 * index + rank]
-            assert (got["tgt"], f"{got['pred_score']:.4f}", got["align"]) == (text, score, align)
+            assert (got["tgt"], got["align"]) == (text, align)
+            # a batch padded otherwise than the CLI's sums the same terms in another order
+            assert got["pred_score"] == pytest.approx(float(score), abs=1e-3)
             attention = got["attention"]
             rows, columns = len(attention["tgt_tokens"]), len(attention["src_tokens"])
             assert [len(head) for head in attention["weights"]] == [rows]
