@@ -59,7 +59,7 @@ def main() -> None:
             scores = score(translations, references)
             if args.hyp_dir:
                 hyp_file = args.hyp_dir / f"{checkpoint.parent.name}.{args.split}.{direction}.hyp"
-                hyp_file.write_text("".join(f"{line}\n" for line in translations))
+                hyp_file.write_text("".join(f"{line}\n" for line in translations), "utf-8")
             trained = [f"{s}-{t}" for s, t in translator.config.data.pairs]
             row = {
                 "checkpoint": str(checkpoint),
