@@ -23,6 +23,7 @@ from pathlib import Path
 import sentencepiece as spm
 
 from nmt.config import TokenizerConfig
+from nmt.cores import available_cores
 from nmt.errors import UserError
 
 log = logging.getLogger(__name__)
@@ -234,7 +235,7 @@ def _trained_vocab(config: TokenizerConfig, lines: Sequence[str], cache_dir: Pat
         hard_vocab_limit=False,
         input_sentence_size=2_000_000,
         shuffle_input_sentence=True,
-        num_threads=os.cpu_count() or 1,
+        num_threads=available_cores(),
         minloglevel=2,
     )
     proto = model.getvalue()

@@ -45,7 +45,7 @@ from nmt.errors import UserError
 from nmt.export.converter import CONFIG_FILE, import_ctranslate2
 from nmt.search import Hypothesis, max_lengths
 from nmt.search.constraints import Constraints
-from nmt.translate.parallel import available_cores
+from nmt.cores import available_cores
 from nmt.translate.quantize import SCHEMES
 from nmt.translate.translator import Translation, tokenizer_towards, translate_lines
 
@@ -182,8 +182,7 @@ class CTranslate2Translator:
             steps = len(tokens)
             raw = score * steps**alpha if self.decode.beam > 1 else score  # undo its penalty
             ended = bool(tokens) and tokens[-1] == eos
-            no_attention = torch.zeros(steps, 1, 0)  # [steps, H, S]: steps rows, no weights
-            hypotheses.append(Hypothesis(tokens[:-1] if ended else tokens, raw, no_attention))
+            hypotheses.append(Hypothesis(tokens[:-1] if ended else tokens, raw, None, steps))
         hypotheses.sort(key=lambda h: h.normalised_score(alpha), reverse=True)
         return hypotheses[: self.decode.nbest]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from nmt.search.blocking import repeated_ngrams
+from nmt.search.blocking import merged_bans
 from nmt.search.constraints import Constraints, Guide, Progress, satisfies
 from nmt.search.hypothesis import (
     Hypothesis,
@@ -112,11 +112,9 @@ def beam_search(
         width = min(beam, logits.size(1))
         log_norm = logits.logsumexp(1, keepdim=True)  # of every token, banned ones included
         banned = _banned(guide, progress, t, alive, beam, history, logits.size(1), eos_id)
-        if no_repeat_ngram and t:
-            repeats = repeated_ngrams(
-                history.index_select(0, alive), no_repeat_ngram, logits.size(1)
-            )
-            banned = repeats if banned is None else banned | repeats
+        if no_repeat_ngram:
+            live_history = history.index_select(0, alive)
+            banned = merged_bans(banned, live_history, no_repeat_ngram, logits.size(1))
         if banned is not None:
             logits = logits.masked_fill(banned, float("-inf"))
         # each live row's best W: normalising shifts a row by one constant, so the best

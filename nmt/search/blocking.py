@@ -25,3 +25,27 @@ def repeated_ngrams(history: torch.Tensor, n: int, vocab: int) -> torch.Tensor:
     # each match bans the token that followed it; the others go to a column dropped below
     followers = windows[:, :, -1].masked_fill(~matches, vocab)
     return banned.scatter_(1, followers, True)[:, :vocab]
+
+
+
+def merged_bans(
+    constrained: torch.Tensor | None, history: torch.Tensor, n: int, vocab: int
+) -> torch.Tensor | None:
+    """The tokens each row may not write, [N, V] (None: any): what its constraints ban
+    (`constrained`, nmt/search/constraints.py; None: nothing) and, for n > 0, what would
+    repeat an n-gram of its `history` [N, t]. Blocking gives way where it would leave a row
+    nothing its constraints allow, so a prefix's or a phrase's forced token is written even
+    when it repeats an n-gram. A row left with no token at all is a ValueError, never a
+    silent token 0."""
+    banned = constrained
+    if n and history.size(1):
+        repeats = repeated_ngrams(history, n, vocab)
+        if constrained is None:
+            banned = repeats
+        else:
+            both = constrained | repeats
+            banned = torch.where(both.all(1, keepdim=True), constrained, both)
+    if banned is not None and bool(banned.all(1).any()):
+        row = int(banned.all(1).nonzero()[0])
+        raise ValueError(f"row {row} has no token left to write under its constraints")
+    return banned

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from nmt.search.blocking import repeated_ngrams
+from nmt.search.blocking import merged_bans
 from nmt.search.constraints import Constraints, Guide
 from nmt.search.hypothesis import Hypothesis, SearchModel, hypotheses_from_rows, log_probabilities
 
@@ -80,18 +80,18 @@ def step_by_step_search(
         logits, state, weight = model.step(state, prev)  # only the active rows run
         log_probs = log_probabilities(logits)  # [A, V]
         allowed = log_probs
-        history = (
-            torch.stack(tokens, 1).index_select(0, active)  # [A, t]
-            if tokens
-            else active.new_zeros(active.numel(), 0)
-        )
         banned = None
-        if guide is not None:
-            sentences = (active // copies).tolist()
-            banned = guide.banned(t, sentences, history, log_probs.size(1), eos_id)
-        if no_repeat_ngram and tokens:
-            repeats = repeated_ngrams(history, no_repeat_ngram, log_probs.size(1))
-            banned = repeats if banned is None else banned | repeats
+        if guide is not None or no_repeat_ngram:
+            history = (
+                torch.stack(tokens, 1).index_select(0, active)  # [A, t]
+                if tokens
+                else active.new_zeros(active.numel(), 0)
+            )
+            constrained = None
+            if guide is not None:
+                sentences = (active // copies).tolist()
+                constrained = guide.banned(t, sentences, history, log_probs.size(1), eos_id)
+            banned = merged_bans(constrained, history, no_repeat_ngram, log_probs.size(1))
         if banned is not None:
             allowed = log_probs.masked_fill(banned, float("-inf"))
         chosen = choose(allowed)

@@ -29,13 +29,25 @@ class SearchModel(Protocol):
 class Hypothesis:
     tokens: list[int]  # without bos and eos
     score: float  # sum of token log-probabilities, eos included when produced
-    attention: torch.Tensor  # [steps, H, S_real]: one row per output token, eos included
+    # [steps, H, S_real]: one row per output token, eos included, in a tensor of its own (a
+    # view would keep its whole batch's buffer alive); None where nobody asked for it
+    attention: torch.Tensor | None
+    steps: int = -1  # tokens scored: the tokens, and eos when produced (-1: attention's rows)
+
+    def __post_init__(self) -> None:
+        if self.steps < 0:
+            self.steps = self.attention.size(0)
+
+    @property
+    def ended(self) -> bool:
+        """Whether search wrote eos; if not, the sentence's length limit stopped it."""
+        return self.steps > len(self.tokens)
 
     def normalised_score(self, alpha: float, beta: float = 0.0) -> float:
         """What beam search ranks finished hypotheses by: score / length_penalty(steps),
-        plus the coverage penalty of weight `beta` (0: none)."""
+        plus the coverage penalty of weight `beta` (0: none), which needs the attention."""
         penalty = float(coverage_penalty(self.attention, beta)) if beta else 0.0
-        return self.score / length_penalty(self.attention.size(0), alpha) + penalty
+        return self.score / length_penalty(self.steps, alpha) + penalty
 
 
 def length_penalty(steps: Any, alpha: float) -> Any:
@@ -81,12 +93,14 @@ def hypotheses_from_rows(
     eos_id: int,
     limits: torch.Tensor,
 ) -> list[Hypothesis]:
-    """tokens [N, T], scores [N], weights [N, T, H, S] -> one Hypothesis per row, cut at eos."""
+    """tokens [N, T], scores [N], weights [N, T, H, S] -> one Hypothesis per row, cut at eos,
+    each with a copy of its own attention."""
     result = []
     for row, score, limit, length in zip(
         tokens.tolist(), scores.tolist(), limits.tolist(), src_lengths.tolist(), strict=True
     ):
         end = row.index(eos_id) if eos_id in row[:limit] else min(limit, len(row))
         steps = min(end + 1, len(row), limit)
-        result.append(Hypothesis(row[:end], score, weights[len(result), :steps, :, :length].cpu()))
+        attention = weights[len(result), :steps, :, :length].to("cpu", copy=True)
+        result.append(Hypothesis(row[:end], score, attention, steps))
     return result

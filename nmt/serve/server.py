@@ -46,7 +46,8 @@ from nmt.serve.catalog import Item, ServedModel, load_models, translate_items
 from nmt.serve.guards import ApiKeyGuard, BodyGuard
 from nmt.serve.microbatch import MicroBatcher
 from nmt.translate.constraints import ConstraintError, parse_constraints
-from nmt.translate.parallel import available_cores, one_torch_thread
+from nmt.cores import available_cores
+from nmt.translate.parallel import one_torch_thread
 
 STATIC = Path(__file__).parent / "static"
 SWAGGER_UI = Path(fastapi_offline.__file__).parent / "static"  # Swagger UI's own files

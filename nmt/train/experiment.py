@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from nmt.config import Experiment, config_to_dict, load_config, resolve_config
+from nmt.cores import available_cores
 from nmt.data.corpus import prepare_corpus
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
@@ -85,7 +86,7 @@ def _train(config, run_dir, resume, overwrite, device, ranks) -> Outcome:
     if payload is None and ranks.is_main:
         check_run_dir(run_dir, overwrite)
     with RunLog(active=ranks.is_main) as run_log:
-        threads = config.train.threads or max(1, (os.cpu_count() or 1) // ranks.local_world)
+        threads = config.train.threads or max(1, available_cores() // ranks.local_world)
         torch.set_num_threads(threads)
         seed_everything(config.train.seed)
         tokenizer = Tokenizer.from_state(payload["tokenizer"]) if payload else None

@@ -166,9 +166,12 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
             scaler.update()
             return None
+        scale = scaler.get_scale() if scaler.is_enabled() else None
         scaler.step(self.optimizer)
         scaler.update()
-        if self.ema is not None:
+        # fp16: the scaler skips a step whose gradients overflowed, and lowers its scale
+        stepped = scale is None or scaler.get_scale() >= scale
+        if self.ema is not None and stepped:
             self.ema.update(self.model)
         return total, tokens, all_tokens
 

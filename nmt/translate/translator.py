@@ -35,7 +35,8 @@ from nmt.translate.constraints import (
     encode_constraints,
     parse_constraints,
 )
-from nmt.translate.parallel import available_cores, parallel_map
+from nmt.cores import available_cores
+from nmt.translate.parallel import parallel_map
 from nmt.translate.quantize import quantize as quantize_model
 
 log = logging.getLogger(__name__)

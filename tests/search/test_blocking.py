@@ -8,7 +8,8 @@ import torch
 from toy_models import BOS, EOS, eos_biased_model
 
 from nmt.search import beam_search, greedy_search, sample_search
-from nmt.search.blocking import repeated_ngrams
+from nmt.search.blocking import merged_bans, repeated_ngrams
+from nmt.search.constraints import Constraints
 
 
 def naive_banned(row: list[int], n: int, vocab: int) -> set[int]:
@@ -86,3 +87,33 @@ def test_scores_stay_the_models_log_probabilities(looping_model):
         )[0]
         expected = logits.log_softmax(-1).gather(2, target[:, 1:, None]).sum().item()
         assert hypothesis.score == pytest.approx(expected, abs=1e-4)
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_a_forced_prefix_is_written_even_where_it_repeats_an_ngram(looping_model, n):
+    """The prefix [7, 7, 9, 7, 7, 9] repeats 1- and 2-grams: blocking gives way to it, and
+    only after it bans the repeats (id 0 in the middle or an empty beam was the bug)."""
+    src, lengths, limits = source()
+    prefix = (7, 7, 9, 7, 7, 9)
+    constraints = [Constraints(prefix=prefix)] * 5
+    greedy = greedy_search(
+        looping_model, src, lengths, BOS, EOS, limits, no_repeat_ngram=n, constraints=constraints
+    )
+    beam = beam_search(
+        looping_model, src, lengths, BOS, EOS, limits, 3, 0.6, nbest=2, no_repeat_ngram=n,
+        constraints=constraints,
+    )
+    for hypothesis in itertools.chain(greedy, *beam):
+        assert tuple(hypothesis.tokens[: len(prefix)]) == prefix
+        rest = list(prefix[-(n - 1) :] if n > 1 else ()) + hypothesis.tokens[len(prefix) :]
+        seen = set(ngrams(list(prefix), n))
+        assert not seen & set(ngrams(rest, n)) and len(set(ngrams(rest, n))) == len(
+            ngrams(rest, n)
+        )
+    assert all(len(hypotheses) == 2 for hypotheses in beam)
+
+
+def test_a_row_left_with_no_token_to_write_is_an_error_not_token_0():
+    everything = torch.ones(2, 5, dtype=torch.bool)
+    with pytest.raises(ValueError, match="no token left"):
+        merged_bans(everything, torch.zeros(2, 0, dtype=torch.long), 0, 5)

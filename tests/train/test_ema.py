@@ -41,6 +41,26 @@ def test_the_average_equals_one_computed_by_hand(tmp_path, corpus_dir, tokenizer
     assert not all(torch.equal(averaged[n], v) for n, v in model.named_parameters())
 
 
+def test_an_update_the_fp16_scaler_skips_leaves_the_average_alone(tmp_path, corpus_dir, tokenizer):
+    """fp16's scaler skips the optimizer step whose scaled gradients overflowed (and halves
+    its scale); the average must skip it too, neither moving nor counting it. A CPU scaler
+    and a gradient made infinite stand in for a GPU's fp16 overflow."""
+    config = experiment(corpus_dir, "train.ema_decay=0.5")
+    torch.manual_seed(0)
+    model = build_model(config.model, tokenizer.src, tokenizer.tgt)
+    trainer = Trainer(config, tmp_path, Corpus(tokenizer, None, None, None), model)
+    trainer.precision.scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    next(model.parameters()).register_hook(lambda gradient: gradient * float("inf"))
+    src = tokenizer.src.encode((corpus_dir / "train.en").read_text().splitlines()[:4])
+    tgt = tokenizer.tgt.encode((corpus_dir / "train.de").read_text().splitlines()[:4])
+    before = {name: value.clone() for name, value in trainer.ema.model.state_dict().items()}
+    trainer.train_step([make_batch(src, tgt, tokenizer.tgt, 0)])
+    assert trainer.precision.scaler.get_scale() == 512.0  # the step was skipped
+    assert trainer.ema.updates == 0
+    for name, value in trainer.ema.model.state_dict().items():
+        assert torch.equal(value, before[name]), name
+
+
 def test_resume_keeps_the_average_and_checkpoints_translate_with_it(tmp_path, corpus_dir):
     keys = ["train.ema_decay=0.9", "train.valid_every=10", "train.keep_last=1"]
     straight, split = tmp_path / "straight", tmp_path / "split"
