@@ -133,20 +133,37 @@ def _first_pairs(text: ParallelText, limit: int | None) -> ParallelText:
 
 def _trained_tokenizer(config: Experiment, texts: dict[str, ParallelText]) -> Tokenizer:
     """One direction: SentencePiece on both sides of its train split, as ever. Several: on
-    a temperature-balanced sample of each language's sentences, with a tag per target
-    language when there are several of those."""
+    a temperature-balanced sample of each language's sentences (a sample of the source
+    languages and one of the target languages without a joint tokenizer), with a tag per
+    target language when there are several of those."""
     data, cache = config.data, cache_dir(config.data)
     if len(texts) == 1:
         (text,) = texts.values()
         return build_tokenizer(config.tokenizer, text.src, text.tgt, cache)
+    tags = data.target_languages if len(data.target_languages) > 1 else ()
+    if config.tokenizer.joint:
+        lines = _balanced(config, data.pairs, texts, ("src", "tgt"))
+        return build_tokenizer(config.tokenizer, lines, [], cache, tags)
+    src_lines = _balanced(config, data.pairs, texts, ("src",))
+    tgt_lines = _balanced(config, data.pairs, texts, ("tgt",))
+    return build_tokenizer(config.tokenizer, src_lines, tgt_lines, cache, tags)
+
+
+def _balanced(
+    config: Experiment,
+    pairs: list[tuple[str, str]],
+    texts: dict[str, ParallelText],
+    sides: tuple[str, ...],
+) -> list[str]:
+    """A temperature-balanced sample of the distinct sentences of each language on `sides`
+    ("src", "tgt") of the directions."""
     by_language: dict[str, dict[str, None]] = {}
-    for (source, target), text in zip(data.pairs, texts.values(), strict=True):
-        by_language.setdefault(source, {}).update(dict.fromkeys(text.src))
-        by_language.setdefault(target, {}).update(dict.fromkeys(text.tgt))
-    lines = balanced_lines(
+    for pair, text in zip(pairs, texts.values(), strict=True):
+        for side in sides:
+            language = pair[0] if side == "src" else pair[1]
+            by_language.setdefault(language, {}).update(dict.fromkeys(getattr(text, side)))
+    return balanced_lines(
         {language: list(sentences) for language, sentences in by_language.items()},
-        data.sampling_temperature,
+        config.data.sampling_temperature,
         config.train.seed,
     )
-    tags = data.target_languages if len(data.target_languages) > 1 else ()
-    return build_tokenizer(config.tokenizer, lines, [], cache, tags)

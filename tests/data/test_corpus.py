@@ -129,3 +129,27 @@ def test_a_tokenizer_that_cannot_read_a_language_is_named_in_a_warning(
     ]
     assert "of the pieces of the en valid text as <unk>" in warning
     assert float(warning.split("reads ")[1].split("%")[0]) > 30
+
+
+def test_several_sources_into_one_target_with_a_vocabulary_per_side(tmp_path, corpus_dir):
+    """[en-de, fr-de] without a joint tokenizer: the source vocabulary learns both source
+    languages, the target one German alone (SentencePiece was handed nothing to learn the
+    target from, and crashed)."""
+    corpus = tmp_path / "two_sources"
+    shutil.copytree(corpus_dir, corpus)
+    for split in ("train", "valid", "test"):  # a "French" of its own letters: é and ç
+        english = (corpus / f"{split}.en").read_text("utf-8")
+        (corpus / f"{split}.fr").write_text(english.replace("e", "é").replace("c", "ç"), "utf-8")
+    config = tiny_experiment(
+        corpus,
+        "data.directions=[en-de,fr-de]",
+        "tokenizer.joint=false",
+        "model.share_embeddings=false",
+    )
+    built = prepare_corpus(config, tmp_path / "run").tokenizer
+    assert not built.joint
+    for line in ("the small dog sees a bird.", "thé small dog séés a bird."):
+        assert built.src.unk_id not in built.src.encode([line])[0]
+    german = (corpus / "valid.de").read_text("utf-8").splitlines()
+    assert built.tgt.unk_id not in {i for ids in built.tgt.encode(german) for i in ids}
+    assert not any("é" in piece for piece in built.tgt.pieces(range(built.tgt.size)))
