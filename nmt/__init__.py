@@ -3,7 +3,7 @@
     import nmt
 
     outcome = nmt.train_run("configs/demo.yaml", overrides=["train.max_steps=300"])
-    translator = nmt.Translator.load(outcome.run_dir / "best.pt")
+    translator = nmt.Translator.load(outcome.run_dir)  # a run directory: its best.pt
     print(translator.translate("the small dog sees a bird.").text)
     print(nmt.evaluate_run(outcome.run_dir / "best.pt", beam=1).summary())
 
@@ -26,28 +26,48 @@ __all__ = [
     "Translation",
     "Candidate",
     "AttentionMap",
+    "PairScore",
+    "Hypothesis",
     "train_run",
+    "Outcome",
     "evaluate_run",
+    "Scores",
+    "SystemRow",
+    "Comparison",
+    "ByDirection",
     "load_config",
+    "Experiment",
     "UserError",
     "__version__",
 ]
 
 _LAZY = {  # public name -> the module that defines it
     "Translator": "nmt.translate.translator",
-    "Translation": "nmt.translate.translator",
-    "Candidate": "nmt.translate.translator",
-    "AttentionMap": "nmt.translate.translator",
+    "Translation": "nmt.translate.results",
+    "Candidate": "nmt.translate.results",
+    "AttentionMap": "nmt.translate.results",
+    "PairScore": "nmt.translate.results",
+    "Hypothesis": "nmt.search.hypothesis",
     "train_run": "nmt.train.experiment",
+    "Outcome": "nmt.train.progress",
     "evaluate_run": "nmt.translate.evaluation",
+    "Scores": "nmt.scoring",
+    "SystemRow": "nmt.scoring",
+    "Comparison": "nmt.translate.evaluation",
+    "ByDirection": "nmt.translate.evaluation",
     "load_config": "nmt.config",
+    "Experiment": "nmt.config",
 }
 
 if TYPE_CHECKING:
-    from nmt.config import load_config
+    from nmt.config import Experiment, load_config
+    from nmt.scoring import Scores, SystemRow
+    from nmt.search.hypothesis import Hypothesis
     from nmt.train.experiment import train_run
-    from nmt.translate.evaluation import evaluate_run
-    from nmt.translate.translator import AttentionMap, Candidate, Translation, Translator
+    from nmt.train.progress import Outcome
+    from nmt.translate.evaluation import ByDirection, Comparison, evaluate_run
+    from nmt.translate.results import AttentionMap, Candidate, PairScore, Translation
+    from nmt.translate.translator import Translator
 
 
 def __getattr__(name: str) -> Any:

@@ -70,11 +70,26 @@ def remove_temporaries(directory: Path) -> None:
         leftover.unlink(missing_ok=True)
 
 
-def load_checkpoint(path: Path) -> dict:
-    """Reads a checkpoint; any file that is not one nmt wrote is a UserError, never code run."""
+def checkpoint_file(path: Path | str) -> Path:
+    """The checkpoint `path` names: a .pt file, or a run directory's best.pt."""
     path = Path(path)
+    if path.is_dir():
+        best = path / "best.pt"
+        if not best.is_file():
+            raise UserError(
+                f"checkpoint {path} is a directory without best.pt: name a run directory of "
+                "nmt train (best.pt appears at its first validation) or a .pt file in it."
+            )
+        return best
     if not path.is_file():
-        raise UserError(f"checkpoint {path} does not exist.")
+        raise UserError(f"checkpoint {path} does not exist: name a .pt file or a run directory.")
+    return path
+
+
+def load_checkpoint(path: Path | str) -> dict:
+    """Reads a checkpoint (a .pt file, or a run directory's best.pt); any file that is not
+    one nmt wrote is a UserError, never code run."""
+    path = checkpoint_file(path)
     if not zipfile.is_zipfile(path):  # torch.save always writes a zip archive
         raise _corrupt(path, "not a PyTorch zip archive")
     try:

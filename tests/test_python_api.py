@@ -35,7 +35,7 @@ def test_the_examples_of_docs_python_md_run(tmp_path, monkeypatch, capsys):
     printed = capsys.readouterr().out
     assert "stopped at step 200: train.max_steps (200) reached" in printed
     assert "['de']" in printed
-    assert "checkpoint runs/missing/best.pt does not exist." in printed
+    assert "checkpoint runs/missing/best.pt does not exist: name a .pt file" in printed
     assert "config key 'decode.nbest': must be <= beam (2) unless sampling, got 3" in printed
     translation = namespace["translation"]
     assert len(translation.nbest) == 3 and translation.text == translation.nbest[0].text

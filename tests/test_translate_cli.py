@@ -159,7 +159,7 @@ def test_a_transformer_and_an_rnnsearch_translate_as_one_ensemble(
     checkpoint, transformer_checkpoint
 ):
     pair = Translator.load([transformer_checkpoint, checkpoint], beam=3, attention_layer=1)
-    translations = pair.translate(LINES)
+    translations = pair.translate(LINES, attention=True)
     assert [bool(t.text) for t in translations] == [True, False, True]
     assert all(h.attention.shape[1] == 1 for t in translations for h in t.hypotheses)
 
@@ -230,7 +230,7 @@ def test_nmt_score_gives_back_the_score_of_a_models_own_translation(demo_transfo
     compared = 0
     for translation, pair in zip(translations[:-1], scored, strict=False):
         best = translation.hypotheses[0]
-        ended = best.attention.size(0) > len(best.tokens)
+        ended = best.ended
         if ended and translator.tokenizer.tgt.encode([translation.text])[0] == best.tokens:
             assert pair["total"] == pytest.approx(best.score, abs=1e-4)
             assert pair["tokens"][-1] == "</s>" and len(pair["log_probs"]) == len(pair["tokens"])

@@ -2,12 +2,13 @@
 
 Heavy libraries (torch, datasets, sacrebleu) are imported inside the commands, so
 `nmt --help` and argument errors answer at once. The commands live in training.py,
-decoding.py and exporting.py; they are registered here, in the order `nmt --help` lists them.
+decoding.py, serving.py and exporting.py, the options they share in options.py; they are
+registered here, in the order `nmt --help` lists them.
 """
 
 import typer
 
-from nmt.cli import decoding, exporting, training
+from nmt.cli import decoding, exporting, serving, training
 
 app = typer.Typer(
     add_completion=False,
@@ -22,7 +23,7 @@ app.command(name="eval")(decoding.evaluate)
 app.command()(decoding.score)
 app.command()(training.average)
 app.command()(training.plot)
-app.command()(decoding.serve)
+app.command()(serving.serve)
 app.command()(exporting.export)
 
 

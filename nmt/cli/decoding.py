@@ -1,7 +1,8 @@
-"""The commands that decode: `nmt translate`, `nmt eval`, `nmt score`, `nmt serve`."""
+"""The commands that decode: `nmt translate`, `nmt eval`, `nmt score`."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -9,32 +10,26 @@ from typing import Annotated, Literal
 
 import typer
 
-from nmt.cli.common import (
-    AlphaOption,
-    BatchSizeOption,
-    BeamOption,
-    CoveragePenaltyOption,
-    MaxSrcLenOption,
-    NoRepeatNgramOption,
+from nmt.cli.common import check_output_dir, guarded, output_stream
+from nmt.cli.options import (
+    JsonOption,
     QuantizeOption,
+    SrcOption,
     TgtLangOption,
+    TgtOption,
     WorkersOption,
-    check_output_dir,
-    given,
-    guarded,
-    output_stream,
+    checkpoints_option,
+    decoding,
 )
 from nmt.errors import UserError
 
+SEARCH = ("batch_size", "beam", "alpha", "max_src_len", "max_len_extra", "no_repeat_ngram")
+SAMPLING = ("nbest", "sample", "temperature", "top_k", "top_p", "seed")
 
+
+@decoding(*SEARCH, "coverage_penalty", "max_constraints", *SAMPLING)
 def translate(
-    checkpoint: Annotated[
-        list[Path] | None,
-        typer.Option(
-            metavar="FILE",
-            help="A .pt file written by nmt train; repeat it to translate with an ensemble.",
-        ),
-    ] = None,
+    checkpoint: checkpoints_option("translate with an ensemble") = None,
     engine: Annotated[
         Literal["torch", "ctranslate2"],
         typer.Option(
@@ -55,10 +50,11 @@ def translate(
         Path | None,
         typer.Option(
             "--input",
+            "--src",
             "-i",
             metavar="FILE",
-            help="Source text, one sentence a line, translated in batches "
-            "(default: stdin, translated line by line as it arrives).",
+            help="Source text, one sentence a line, translated a chunk at a time with a "
+            "progress line (default: stdin, translated line by line as it arrives).",
         ),
     ] = None,
     output: Annotated[
@@ -67,37 +63,7 @@ def translate(
             "--output", "-o", metavar="FILE", help="Where translations go (default: stdout)."
         ),
     ] = None,
-    batch_size: BatchSizeOption = None,
-    beam: BeamOption = None,
-    alpha: AlphaOption = None,
-    max_src_len: MaxSrcLenOption = None,
-    no_repeat_ngram: NoRepeatNgramOption = None,
-    coverage_penalty: CoveragePenaltyOption = None,
     workers: WorkersOption = None,
-    nbest: Annotated[
-        int | None,
-        typer.Option(
-            metavar="N", help="Write N lines per input: 'INDEX ||| translation ||| score'."
-        ),
-    ] = None,
-    sample: Annotated[
-        bool | None,
-        typer.Option("--sample/--no-sample", help="Draw translations at random (nbest: draws)."),
-    ] = None,
-    temperature: Annotated[
-        float | None, typer.Option(metavar="T", help="Sampling temperature.")
-    ] = None,
-    top_k: Annotated[
-        int | None,
-        typer.Option(metavar="K", help="Sample from the K most likely tokens (0: all)."),
-    ] = None,
-    top_p: Annotated[
-        float | None,
-        typer.Option(
-            metavar="P", help="Sample from the most likely tokens holding this probability mass."
-        ),
-    ] = None,
-    seed: Annotated[int | None, typer.Option(metavar="S", help="Seed of the sampling.")] = None,
     alignments: Annotated[
         bool, typer.Option(help="Append ' ||| ' and word alignments 'i-j' (source-target).")
     ] = False,
@@ -133,6 +99,7 @@ def translate(
         ),
     ] = None,
     tgt_lang: TgtLangOption = None,
+    decode: dict | None = None,
 ) -> None:
     """Translate text with a checkpoint: one output line per input line, in input order.
 
@@ -141,7 +108,7 @@ def translate(
 
     \b
     Examples:
-      echo "the small dog sees a bird." | nmt translate --checkpoint runs/demo/best.pt
+      echo "the small dog sees a bird." | nmt translate --checkpoint runs/demo
       nmt translate --checkpoint runs/demo/best.pt --input test.en --output test.hyp
       nmt translate --checkpoint runs/demo/best.pt --beam 1 --alignments --input test.en
       nmt translate --checkpoint runs/demo/best.pt --quantize int8 --input test.en
@@ -150,38 +117,24 @@ def translate(
     """
 
     def action() -> None:
-        from nmt.data.splits import read_lines
-        from nmt.translate.constraints import read_constraints
-        from nmt.translate.lines import line_batches, write_translations
+        from nmt.translate.constraints import constraints_line, prefix_line
+        from nmt.translate.lines import FileLines, InputLines, write_translations
 
         _check_engine_options(
-            engine, checkpoint, model, sample, alignments, attention_plots, attention_layer
+            engine, checkpoint, model, decode, alignments, attention_plots, attention_layer
         )
         check_output_dir(output)
-        batches = [read_lines(input)] if input else None
-        terms = read_constraints(constraints) if constraints else None
-        if prefix is not None:
-            prefixes = [line.strip() or None for line in read_lines(prefix)]
-        else:
-            prefixes = None
-        settings = given(
-            batch_size=batch_size,
-            beam=beam,
-            alpha=alpha,
-            nbest=nbest,
-            sample=sample,
-            temperature=temperature,
-            top_k=top_k,
-            top_p=top_p,
-            seed=seed,
-            max_src_len=max_src_len,
-            no_repeat_ngram=no_repeat_ngram,
-            coverage_penalty=coverage_penalty,
+        source = InputLines(*_opened(input)) if input else InputLines(sys.stdin.buffer)
+        terms = (
+            FileLines("--constraints", constraints, constraints_line(constraints))
+            if constraints
+            else None
         )
+        starts = FileLines("--prefix", prefix, prefix_line) if prefix else None
         if engine == "ctranslate2":
             from nmt.export.engine import load_ctranslate2_translator
 
-            translator = load_ctranslate2_translator(model, quantize, workers, tgt_lang, **settings)
+            translator = load_ctranslate2_translator(model, quantize, workers, tgt_lang, **decode)
         else:
             from nmt.translate.translator import Translator
 
@@ -191,27 +144,35 @@ def translate(
                 quantize=quantize,
                 workers=workers,
                 tgt_lang=tgt_lang,
-                **settings,
+                **decode,
             )
         with output_stream(output) as sink:
             write_translations(
                 translator,
-                batches or line_batches(sys.stdin.buffer),
+                source,
                 sink,
                 alignments=alignments,
                 plot_dir=attention_plots,
                 constraints=terms,
-                prefixes=prefixes,
+                prefixes=starts,
             )
 
     guarded(action)
+
+
+def _opened(path: Path) -> tuple[object, str]:
+    """A file to read as binary, and its name for errors; a UserError if it cannot be."""
+    try:
+        return path.open("rb"), str(path)
+    except OSError as error:
+        raise UserError(f"cannot read {path}: {error.strerror}.") from None
 
 
 def _check_engine_options(
     engine: str,
     checkpoint: list[Path] | None,
     model: Path | None,
-    sample: bool | None,
+    decode: dict,
     alignments: bool,
     attention_plots: Path | None,
     attention_layer: int | None,
@@ -236,7 +197,7 @@ def _check_engine_options(
     if model is None:
         raise UserError("--engine ctranslate2 needs --model DIR, written by nmt export.")
     unsupported = {
-        "--sample": bool(sample),
+        "--sample": bool(decode.get("sample")),
         "--alignments": alignments,
         "--attention-plots": attention_plots is not None,
         "--attention-layer": attention_layer is not None,
@@ -249,15 +210,11 @@ def _check_engine_options(
         )
 
 
+@decoding(*SEARCH, "coverage_penalty", "max_constraints")
 def evaluate(
-    checkpoint: Annotated[
-        list[Path] | None,
-        typer.Option(
-            metavar="FILE",
-            help="Translate the test set with this checkpoint and score it; repeat to compare "
-            "systems (paired bootstrap p-values against the first).",
-        ),
-    ] = None,
+    checkpoint: checkpoints_option(
+        "compare systems (paired bootstrap p-values against the first)"
+    ) = None,
     split: Annotated[
         str | None,
         typer.Option(
@@ -266,12 +223,7 @@ def evaluate(
             "(default: test).",
         ),
     ] = None,
-    src: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="FILE", help="Source side of a test set of your own, instead of --split."
-        ),
-    ] = None,
+    src: SrcOption = None,
     hyp: Annotated[
         list[Path] | None,
         typer.Option(
@@ -280,16 +232,7 @@ def evaluate(
             "bootstrap p-values against the first).",
         ),
     ] = None,
-    ref: Annotated[
-        Path | None,
-        typer.Option(metavar="FILE", help="Reference translations of --src's or --hyp's lines."),
-    ] = None,
-    batch_size: BatchSizeOption = None,
-    beam: BeamOption = None,
-    alpha: AlphaOption = None,
-    max_src_len: MaxSrcLenOption = None,
-    no_repeat_ngram: NoRepeatNgramOption = None,
-    coverage_penalty: CoveragePenaltyOption = None,
+    ref: TgtOption = None,
     workers: WorkersOption = None,
     set_: Annotated[
         list[str] | None,
@@ -308,8 +251,9 @@ def evaluate(
             "comparing them.",
         ),
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
+    as_json: JsonOption = False,
     tgt_lang: TgtLangOption = None,
+    decode: dict | None = None,
 ) -> None:
     """Score translations with sacrebleu (BLEU, chrF, TER and their signatures).
 
@@ -320,7 +264,7 @@ def evaluate(
 
     \b
     Examples:
-      nmt eval --checkpoint runs/demo/best.pt --split test --beam 1
+      nmt eval --checkpoint runs/demo --split test --beam 1
       nmt eval --checkpoint runs/demo/best.pt --src test.en --ref test.de
       nmt eval --checkpoint runs/demo/best.pt --checkpoint runs/demo_transformer/best.pt
       nmt eval --checkpoint runs/demo/best.pt --checkpoint runs/demo_transformer/best.pt --ensemble
@@ -331,14 +275,6 @@ def evaluate(
     def action() -> None:
         from nmt.translate.evaluation import evaluate_run, score_files
 
-        decode = given(
-            batch_size=batch_size,
-            beam=beam,
-            alpha=alpha,
-            max_src_len=max_src_len,
-            no_repeat_ngram=no_repeat_ngram,
-            coverage_penalty=coverage_penalty,
-        )
         _check_eval_options(
             checkpoint, split, src, hyp, ref, set_, decode, ensemble, workers, tgt_lang
         )
@@ -424,18 +360,11 @@ def _check_eval_options(
         )
 
 
+@decoding("batch_size", "max_src_len", "max_len_extra")
 def score(
-    checkpoint: Annotated[
-        list[Path],
-        typer.Option(
-            metavar="FILE",
-            help="A .pt file written by nmt train; repeat it to score with an ensemble.",
-        ),
-    ],
-    src: Annotated[Path, typer.Option(metavar="FILE", help="Source sentences, one a line.")],
-    tgt: Annotated[
-        Path, typer.Option(metavar="FILE", help="Their translations to score, one a line.")
-    ],
+    checkpoint: checkpoints_option("score with an ensemble") = None,
+    src: SrcOption = None,
+    tgt: TgtOption = None,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", metavar="FILE", help="Where scores go (default: stdout)."),
@@ -444,123 +373,80 @@ def score(
         bool,
         typer.Option("--json", help="One JSON object a line, with every token's log-probability."),
     ] = False,
-    batch_size: BatchSizeOption = None,
-    max_src_len: MaxSrcLenOption = None,
     workers: WorkersOption = None,
     tgt_lang: TgtLangOption = None,
+    decode: dict | None = None,
 ) -> None:
     """Score given translations: the model's log-probability of each target line given its
-    source line, for filtering a corpus or reranking.
+    source line, for filtering a corpus or reranking; the files are read a chunk at a time.
 
-    One line per pair: the total log-probability (eos included) and the mean per token, tab
-    separated; with --json an object with total, mean, tokens and log_probs (and a copy
-    model's p_gen, each token's probability of being generated, not copied). A blank source
-    line gives a blank line (null with --json). Repeated --checkpoint scores with the
-    ensemble, as nmt translate combines it.
+    One line per pair: the total log-probability and the mean per token, tab separated; with
+    --json an object with total, mean, tokens, log_probs, ended and unknown (and a copy
+    model's p_gen, each token's probability of being generated, not copied). Tokens are
+    scored as search scores its own translations: a copy model's copied words as copied,
+    and eos only within the sentence's length limit (search stops there without it; ended
+    false). A blank source line gives a blank line (null with --json). Repeated --checkpoint
+    scores with the ensemble, as nmt translate combines it.
 
     \b
     Examples:
       nmt score --checkpoint runs/demo/best.pt --src test.en --tgt test.de
-      nmt score --checkpoint runs/demo/best.pt --src test.en --tgt runs/demo/test.hyp --json
+      nmt score --checkpoint runs/demo --src test.en --tgt runs/demo/test.hyp --json
     """
 
     def action() -> None:
-        from nmt.data.splits import read_lines
+        from nmt.terminal import ProgressLine
+        from nmt.translate.lines import FileLines
+        from nmt.translate.pipeline import CHUNK_LINES
         from nmt.translate.translator import Translator
 
+        if not checkpoint or src is None or tgt is None:
+            raise UserError("nmt score needs --checkpoint FILE, --src FILE and --tgt FILE.")
         check_output_dir(output)
-        sources, targets = read_lines(src), read_lines(tgt)
-        if len(sources) != len(targets):
+        sources = FileLines("--src", src, lambda line, _: line)
+        targets = FileLines("--tgt", tgt, lambda line, _: line)
+        if sources.total != targets.total:
             raise UserError(
-                f"--src {src} has {len(sources)} lines but --tgt {tgt} has {len(targets)}; "
+                f"--src {src} has {sources.total} lines but --tgt {tgt} has {targets.total}; "
                 "they must align line by line."
             )
-        settings = given(max_src_len=max_src_len)
-        translator = Translator.load(checkpoint, workers=workers, tgt_lang=tgt_lang, **settings)
-        scores = translator.score(sources, targets, batch_size)
+        translator = Translator.load(checkpoint, workers=workers, tgt_lang=tgt_lang, **decode)
+        progress, cut, unknown = ProgressLine("scoring", sources.total), 0, 0
         with output_stream(output) as sink:
-            for pair in scores:
-                if as_json:
-                    fields = {"total": pair.total, "mean": pair.mean, "tokens": pair.tokens}
-                    fields["log_probs"] = pair.log_probs
-                    if pair.p_gen is not None:
-                        fields["p_gen"] = pair.p_gen
-                    line = json.dumps(fields, ensure_ascii=False)
-                else:
-                    line = "" if pair.total is None else f"{pair.total:.4f}\t{pair.mean:.4f}"
-                sink.write(line + "\n")
+            while chunk := list(itertools.islice(zip(sources, targets, strict=True), CHUNK_LINES)):
+                pairs = translator.score([s for s, _ in chunk], [t for _, t in chunk])
+                for pair in pairs:
+                    sink.write(_score_line(pair, as_json) + "\n")
+                    cut += pair.total is not None and not pair.ended
+                    unknown += pair.unknown > 0
+                progress.advance(len(chunk))
+        progress.close()
+        _warn_about_scores(cut, unknown)
 
     guarded(action)
 
 
-def serve(
-    checkpoint: Annotated[
-        list[str],
-        typer.Option(
-            metavar="[ID=]FILE",
-            help="A .pt file written by nmt train, served under its run name or ID; "
-            "repeat to serve several models.",
-        ),
-    ],
-    host: Annotated[
-        str, typer.Option(metavar="ADDRESS", help="Address to listen on (loopback by default).")
-    ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=0, max=65535, metavar="N", help="Port.")] = 5000,
-    api_key: Annotated[
-        str | None,
-        typer.Option(
-            metavar="KEY",
-            envvar="NMT_API_KEY",
-            help="Require 'Authorization: Bearer KEY' on every API route but health "
-            "(or set NMT_API_KEY, which ps does not show).",
-        ),
-    ] = None,
-    max_sentences: Annotated[
-        int, typer.Option(min=1, metavar="N", help="Most sentences one request may hold.")
-    ] = 64,
-    max_body_kib: Annotated[
-        int, typer.Option(min=1, metavar="N", help="Largest request body, in KiB.")
-    ] = 1024,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            metavar="N",
-            help="Batches decoded side by side, each on one torch thread (default: one per core).",
-        ),
-    ] = None,
-    max_src_len: MaxSrcLenOption = None,
-    no_repeat_ngram: NoRepeatNgramOption = None,
-    coverage_penalty: CoveragePenaltyOption = None,
-    quantize: QuantizeOption = None,
-) -> None:
-    """Serve models over HTTP: OpenNMT-py's API at /translator, a web page at /.
+def _score_line(pair, as_json: bool) -> str:
+    if as_json:
+        fields = {"total": pair.total, "mean": pair.mean, "tokens": pair.tokens}
+        fields.update(log_probs=pair.log_probs, ended=pair.ended, unknown=pair.unknown)
+        if pair.p_gen is not None:
+            fields["p_gen"] = pair.p_gen
+        return json.dumps(fields, ensure_ascii=False)
+    return "" if pair.total is None else f"{pair.total:.4f}\t{pair.mean:.4f}"
 
-    Decoding options default to each checkpoint's decode section; requests may set beam and
-    n_best. SIGTERM finishes the requests in flight, then exits 0.
 
-    \b
-    Examples:
-      nmt serve --checkpoint runs/demo/best.pt
-      nmt serve --checkpoint rnn=runs/demo/best.pt --checkpoint runs/demo_transformer/best.pt
-      nmt serve --checkpoint runs/demo/best.pt --quantize int8
-      curl -d '[{"src": "the small dog sees a bird.", "id": "demo"}]' \\
-        localhost:5000/translator/translate
-    """
-
-    def action() -> None:
-        from nmt.extras import require_extra
-
-        require_extra("serve", "nmt serve")
-        from nmt.serve.server import Limits, serve
-
-        limits = Limits(max_sentences=max_sentences, max_body_bytes=max_body_kib * 1024)
-        given = dict(
-            max_src_len=max_src_len,
-            no_repeat_ngram=no_repeat_ngram,
-            coverage_penalty=coverage_penalty,
+def _warn_about_scores(cut: int, unknown: int) -> None:
+    if cut:
+        typer.echo(
+            f"warning: {cut} target(s) reach their source's output length limit, where search "
+            "stops without eos, so eos was not scored for them; raise --max-len-extra to "
+            "score it.",
+            err=True,
         )
-        decode = {key: value for key, value in given.items() if value is not None}
-        serve(checkpoint, host, port, api_key, limits, workers, quantize, decode)
-
-    guarded(action)
+    if unknown:
+        typer.echo(
+            f"warning: {unknown} target(s) hold text the model cannot write, scored as <unk> "
+            "pieces (--json: unknown).",
+            err=True,
+        )

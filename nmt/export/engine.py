@@ -1,7 +1,7 @@
 """`nmt translate --engine ctranslate2 --model DIR`: translating with an exported model.
 
-The line handling is the Translator's own (`translate_lines`: the same SentencePiece ids,
-truncation, batches, blank lines), so output differs from `nmt translate --checkpoint`
+The line handling is the Translator's own (nmt/translate/pipeline.py: the same SentencePiece
+ids, truncation, chunks, batches, blank lines), so output differs from `nmt translate --checkpoint`
 only where the searches do. Each search is told what ours does:
 
 - No bos or eos on the source, the decoder starts from bos, and eos may come first
@@ -22,8 +22,8 @@ only where the searches do. Each search is told what ours does:
 
 No attention comes back: CTranslate2 4.8's beam search reports the first step's attention
 of another sentence of the batch, so alignments and attention plots stay with
-`--checkpoint`. Hypotheses carry an attention tensor of `steps` rows and no source column,
-which is all their normalised score reads.
+`--checkpoint`. Hypotheses carry their number of steps and no attention, which is all their
+normalised score reads.
 
 `--quantize int8` loads the model with CTranslate2's int8 compute type.
 """
@@ -33,26 +33,30 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from nmt.config import ConfigError, DecodeConfig, Experiment, checkpoint_config
+from nmt.cores import available_cores
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.export.converter import CONFIG_FILE, import_ctranslate2
 from nmt.search import Hypothesis, max_lengths
 from nmt.search.constraints import Constraints
-from nmt.cores import available_cores
+from nmt.translate.loading import tokenizer_towards
+from nmt.translate.pipeline import CHUNK_LINES, translate_stream
 from nmt.translate.quantize import SCHEMES
-from nmt.translate.translator import Translation, tokenizer_towards, translate_lines
+from nmt.translate.results import Translation
 
 
 class CTranslate2Translator:
     """What `write_translations` and `evaluate` need of a Translator: tokenizer, config,
-    decode settings and `translate(lines)`; the search runs in CTranslate2."""
+    decode settings, `translate(lines)` and `stream(lines)`; the search runs in CTranslate2."""
+
+    reports_attention = False  # see the module's docstring
 
     def __init__(
         self,
@@ -75,20 +79,27 @@ class CTranslate2Translator:
             piece: i for i, piece in enumerate(tokenizer.tgt.pieces(range(tokenizer.tgt.size)))
         }
 
-    def translate(
+    def translate(self, lines: Sequence[str], **options: Any) -> list[Translation]:
+        """Translates every line, all sorted into batches together; see `stream`."""
+        return list(self.stream(lines, chunk=None, **options))
+
+    def stream(
         self,
-        lines: Sequence[str],
+        lines: Iterable[str],
         *,
         alignments: bool = False,
         attention: bool = False,
         batch_size: int | None = None,
-        constraints: Sequence[object] | None = None,
-        prefix: Sequence[str | None] | None = None,
+        constraints: Iterable[object] | None = None,
+        prefix: Iterable[str | None] | None = None,
         tgt_lang: str | None = None,
-    ) -> list[Translation]:
-        """Translates every line; a blank line gives a blank translation, in input order.
-        `prefix`: one per line (None: none), as CTranslate2's target_prefix. `tgt_lang`: the
-        language to write, for a model that writes several (the tag goes in as a piece)."""
+        chunk: int | None = CHUNK_LINES,
+        done: Callable[[int], None] | None = None,
+    ) -> Iterator[Translation]:
+        """Each line's Translation in input order, `chunk` lines at a time; a blank line
+        gives a blank translation. `prefix`: one per line (None: none), as CTranslate2's
+        target_prefix. `tgt_lang`: the language to write, for a model that writes several
+        (the tag goes in as a piece)."""
         if alignments or attention:
             raise UserError(
                 "CTranslate2 reports no attention here, so alignments and attention maps need "
@@ -101,19 +112,17 @@ class CTranslate2Translator:
                 "--coverage-penalty 0, or translate with the --checkpoint the model was "
                 "exported from."
             )
-        if constraints and any(constraints):
-            raise UserError(
-                "CTranslate2 decodes no lexical constraints; translate with --constraints "
-                "from the --checkpoint the model was exported from."
-            )
-        return translate_lines(
+        return translate_stream(
             lines,
             self.towards(tgt_lang),
             self.decode,
             self._search,
-            batch_size,
+            batch_size=batch_size,
             workers=self.workers,
+            constraints=constraints,
             prefixes=prefix,
+            chunk_lines=chunk,
+            done=done,
         )
 
     @property
@@ -130,6 +139,11 @@ class CTranslate2Translator:
         batch: int = 0,
         constraints: Sequence[Constraints | None] | None = None,
     ) -> list[list[Hypothesis]]:
+        if any(c and (c.include or c.exclude) for c in constraints or ()):
+            raise UserError(
+                "CTranslate2 decodes no lexical constraints; translate with --constraints "
+                "from the --checkpoint the model was exported from."
+            )
         lengths = torch.tensor([len(ids) for ids in src_ids])
         limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra)
         limits = limits.tolist()
@@ -166,7 +180,7 @@ class CTranslate2Translator:
             length_penalty=alpha if beam > 1 else 0.0,
             max_decoding_length=limit,
             min_decoding_length=0,
-            max_input_length=0,  # translate_lines has cut sources at decode.max_src_len
+            max_input_length=0,  # the pipeline has cut sources at decode.max_src_len
             return_end_token=True,
             return_scores=True,
             no_repeat_ngram_size=self.decode.no_repeat_ngram,

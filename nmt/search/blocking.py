@@ -27,7 +27,6 @@ def repeated_ngrams(history: torch.Tensor, n: int, vocab: int) -> torch.Tensor:
     return banned.scatter_(1, followers, True)[:, :vocab]
 
 
-
 def merged_bans(
     constrained: torch.Tensor | None, history: torch.Tensor, n: int, vocab: int
 ) -> torch.Tensor | None:

@@ -20,7 +20,8 @@ import torch
 from nmt.config import DecodeConfig
 from nmt.errors import UserError
 from nmt.translate.constraints import TextConstraints
-from nmt.translate.translator import AttentionMap, Translation, Translator
+from nmt.translate.results import AttentionMap, Translation
+from nmt.translate.translator import Translator
 
 MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 

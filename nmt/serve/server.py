@@ -33,6 +33,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from nmt.config import ConfigError
+from nmt.cores import available_cores
 from nmt.errors import UserError
 from nmt.serve.api import (
     MAX_BEAM,
@@ -46,7 +47,6 @@ from nmt.serve.catalog import Item, ServedModel, load_models, translate_items
 from nmt.serve.guards import ApiKeyGuard, BodyGuard
 from nmt.serve.microbatch import MicroBatcher
 from nmt.translate.constraints import ConstraintError, parse_constraints
-from nmt.cores import available_cores
 from nmt.translate.parallel import one_torch_thread
 
 STATIC = Path(__file__).parent / "static"

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import time
 from pathlib import Path
 
 import torch
+
+from nmt.terminal import clear_line, show_line
 
 log = logging.getLogger("nmt")
 
@@ -44,7 +45,7 @@ class Reporter:
                 if isinstance(value, int | float) and key != "step":
                     self.writer.add_scalar(_tag(key), value, record["step"])
             self.writer.flush()
-        clear_progress()
+        clear_line()
         log.info(" ".join(f"{k}={v}" for k, v in record.items() if "signature" not in k))
 
     def close(self) -> None:
@@ -109,16 +110,6 @@ class LossWindow:
 
 
 def show_progress(step: int, fraction: float, minutes: float, rate: float) -> None:
-    if not sys.stderr.isatty():
-        return
     eta = minutes * (1 / max(fraction, 1e-9) - 1)
     bar = "#" * int(20 * fraction)
-    sys.stderr.write(
-        f"\r[{bar:<20}] step {step} {rate:.0f} tok/s eta {int(eta)}:{int(eta * 60 % 60):02d}  "
-    )
-    sys.stderr.flush()
-
-
-def clear_progress() -> None:
-    if sys.stderr.isatty():
-        sys.stderr.write("\r\033[K")
+    show_line(f"[{bar:<20}] step {step} {rate:.0f} tok/s eta {int(eta)}:{int(eta * 60 % 60):02d}  ")

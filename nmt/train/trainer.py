@@ -25,13 +25,14 @@ from nmt.errors import UserError
 from nmt.model.normalisers import annealed_temperature, set_hard_temperature
 from nmt.model.seq2seq import Seq2Seq
 from nmt.scoring import mean_scores
+from nmt.terminal import clear_line
 from nmt.train.distributed import Ranks
 from nmt.train.ema import WeightAverage
 from nmt.train.keeper import CheckpointKeeper
 from nmt.train.optim import build_optimizer, lr_at, set_lr
 from nmt.train.precision import Precision
 from nmt.train.progress import Outcome, Progress, ending
-from nmt.train.report import LossWindow, Reporter, clear_progress, show_progress
+from nmt.train.report import LossWindow, Reporter, show_progress
 from nmt.train.rng import rng_state, set_rng_state
 from nmt.train.signals import StopRequest
 from nmt.train.validation import Validator, target_language
@@ -194,7 +195,7 @@ class Trainer:
         the mean scores beside each direction's (test_bleu_de-en, ...)."""
         if not self.corpus.test:
             return {}
-        translator = Translator.load(self.run_dir / "best.pt", self.device)
+        translator = Translator.load(self.run_dir / "best.pt", self.device, workers=None)
         several = len(self.corpus.test) > 1
         results = {}
         for name, text in self.corpus.test.items():
@@ -320,7 +321,7 @@ def skip_bad_batch(progress: Progress, limit: int, run_dir: Path) -> None:
     """Counts and warns about a batch skipped for a non-finite loss or gradient; `limit`
     (train.max_bad_steps) of them in a row end the run."""
     progress.bad_in_a_row += 1
-    clear_progress()
+    clear_line()
     log.warning(
         "warning: non-finite loss or gradient after step %d (epoch %d, batch %d): "
         "batch skipped, %d in a row",

@@ -25,6 +25,8 @@ def attention_stats(hypotheses: Iterable[Hypothesis]) -> AttentionStats | None:
     when there is no token at all (only blank lines)."""
     entropy, nonzero, tokens = 0.0, 0.0, 0
     for hypothesis in hypotheses:
+        if hypothesis.attention is None:  # nothing reported it (CTranslate2)
+            continue
         weights = hypothesis.attention.double()  # [steps, H, S_real]: padding is not in it
         if weights.numel() == 0:
             continue

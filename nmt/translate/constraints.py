@@ -10,7 +10,7 @@ so "fence" becomes the word-initial piece "▁fence" that a translation would ho
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,17 +82,15 @@ def parse_constraints(value: object) -> TextConstraints | None:
     return TextConstraints(**phrases)
 
 
-def read_constraints(path: Path) -> list[TextConstraints | None]:
-    """One entry per line of `path`: a JSON object per line, a blank line for none."""
-    from nmt.data.splits import read_lines
+def constraints_line(path: Path) -> Callable[[str, int], TextConstraints | None]:
+    """A parser of the lines of a --constraints file: a JSON object per line, a blank line
+    for none; a UserError names the file and the line."""
 
-    found = []
-    for number, line in enumerate(read_lines(path), 1):
+    def parse(line: str, number: int) -> TextConstraints | None:
         if not line.strip():
-            found.append(None)
-            continue
+            return None
         try:
-            found.append(parse_constraints(json.loads(line)))
+            return parse_constraints(json.loads(line))
         except json.JSONDecodeError as error:
             raise UserError(
                 f"{path}, line {number}: not JSON ({error.msg}, column {error.colno}). Each "
@@ -100,7 +98,13 @@ def read_constraints(path: Path) -> list[TextConstraints | None]:
             ) from None
         except ConstraintError as error:
             raise UserError(f"{path}, line {number}: {error.detail}.") from None
-    return found
+
+    return parse
+
+
+def prefix_line(line: str, number: int) -> str | None:
+    """A line of a --prefix file: the text a translation starts with; blank for none."""
+    return line.strip() or None
 
 
 def encode_constraints(
@@ -119,7 +123,7 @@ def encode_constraints(
         raise ConstraintError(
             "constraints",
             f"{count} phrases, more than decode.max_constraints={max_constraints}; "
-            "give fewer or raise the limit",
+            "give fewer, or raise the limit (--max-constraints)",
         )
     encoded = {}
     for field in FIELDS:
@@ -127,11 +131,15 @@ def encode_constraints(
         ids = vocab.encode(phrases) if phrases else []
         for phrase, pieces in zip(phrases, ids, strict=True):
             _check_length(f"constraints.{field}", f"the phrase {phrase!r}", pieces, limit)
+            if field == "include":
+                what = f"the phrase {phrase!r}"
+                _check_spelling(vocab, f"constraints.{field}", what, phrase, pieces)
         encoded[field] = tuple(tuple(pieces) for pieces in ids if pieces)
     prefix_ids: tuple[int, ...] = ()
     if prefix and prefix.strip():
         prefix_ids = tuple(vocab.encode([prefix.strip()])[0])
         _check_length("prefix", "the prefix", prefix_ids, limit)
+        _check_spelling(vocab, "prefix", "the prefix", prefix, prefix_ids)
     found = Constraints(encoded["include"], encoded["exclude"], prefix_ids)
     return found or None
 
@@ -142,5 +150,19 @@ def _check_length(field: str, what: str, pieces: list[int] | tuple[int, ...], li
             field,
             f"{what} is {len(pieces)} subwords, but this sentence's translation is limited to "
             f"{limit} (decode.max_len_ratio x its source subwords + decode.max_len_extra); "
-            "shorten it, or raise decode.max_len_extra",
+            "shorten it, or raise the limit (--max-len-extra)",
         )
+
+
+def _check_spelling(vocab: Vocab, field: str, what: str, text: str, pieces: Sequence[int]):
+    """A ConstraintError when text to be forced in holds characters the target vocabulary
+    cannot write: the translation would hold <unk> in their place."""
+    if vocab.unk_id not in pieces:
+        return
+    missing = sorted({c for c in text if not c.isspace() and vocab.unk_id in vocab.encode([c])[0]})
+    raise ConstraintError(
+        field,
+        f"{what} holds {', '.join(map(repr, missing)) or 'characters'}, which the model's target "
+        "vocabulary cannot write, so the translation would hold <unk> in their place; leave "
+        "them out or spell them otherwise",
+    )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -12,8 +12,11 @@ from nmt.config import Experiment, apply_override, config_from_dict, config_to_d
 from nmt.data.splits import ROLES, ParallelText, load_split, read_lines
 from nmt.errors import UserError
 from nmt.scoring import Scores, SystemRow, compare, format_table, mean_scores, score
+from nmt.search import Hypothesis
+from nmt.terminal import ProgressLine
 from nmt.translate.attention_stats import attention_stats
-from nmt.translate.translator import PathLike, Translator
+from nmt.translate.loading import PathLike
+from nmt.translate.translator import Translator
 
 
 @dataclass
@@ -68,13 +71,29 @@ class ByDirection:
         return "\n".join([*lines, *(f"  {signature}" for signature in signatures)])
 
 
-def evaluate(translator: Translator, text: ParallelText, tgt_lang: str | None = None) -> Evaluation:
+def evaluate(translator: Any, text: ParallelText, tgt_lang: str | None = None) -> Evaluation:
     """Translates the source side of `text` with the translator's decode settings (into
-    `tgt_lang`, for a model that writes several languages) and scores the translations
-    against the target side; also measures the best hypotheses' attention."""
-    translations = translator.translate(text.src, tgt_lang=tgt_lang)
-    hypotheses = [translation.text for translation in translations]
-    stats = attention_stats(t.hypotheses[0] for t in translations if t.hypotheses)
+    `tgt_lang`, for a model that writes several languages), a chunk at a time, and scores
+    the translations against the target side; also measures the best hypotheses' attention
+    (where the translator reports any). A progress line counts down on a terminal."""
+    hypotheses: list[str] = []
+    progress = ProgressLine(f"translating {text.origin}", len(text.src))
+
+    def best() -> Iterator[Hypothesis]:
+        for translation in translator.stream(
+            text.src,
+            tgt_lang=tgt_lang,
+            attention=translator.reports_attention,
+            done=progress.advance,
+        ):
+            hypotheses.append(translation.text)
+            if translation.hypotheses:
+                yield translation.hypotheses[0]
+
+    try:
+        stats = attention_stats(best())
+    finally:
+        progress.close()
     scores = score(hypotheses, text.tgt)
     if stats is not None:
         scores = replace(scores, attention_entropy=stats.entropy, attention_nonzero=stats.nonzero)

@@ -1,9 +1,11 @@
 """Lines in, lines out: how `nmt translate` reads its input and writes its output.
 
-Input comes as it arrives, so `nmt translate` works as a REPL and inside shell pipelines: a
-terminal gives one line per read; a busy pipe gives whatever it holds (up to CHUNK bytes), so
-a pipeline still gets batches while each line waits at most for its own chunk. A regular file
-redirected to stdin is read whole in one go, which batches best.
+A regular file (`--input FILE`, or one redirected to stdin) is read lazily and translated in
+one call, a chunk of lines at a time (nmt/translate/pipeline.py): memory stays bounded
+whatever its length, output appears chunk by chunk, and a progress line counts down on a
+terminal. A pipe or a terminal is translated as it arrives, so `nmt translate` works as a
+REPL and inside shell pipelines: each read gives whatever the pipe holds (up to CHUNK
+bytes), and those lines are translated and written before the next read.
 
 Output is one line per input line, or `nbest` lines per input in the Moses n-best form
 `INDEX ||| text ||| score`, optionally with ` ||| ` and a Pharaoh word alignment; attention
@@ -12,120 +14,192 @@ heatmaps go to a directory on the side.
 
 from __future__ import annotations
 
-import functools
+import itertools
 import logging
 import os
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from nmt.errors import UserError
-from nmt.translate.constraints import ConstraintError, TextConstraints
-from nmt.translate.translator import Translation, Translator
+from nmt.terminal import ProgressLine
+from nmt.translate.constraints import ConstraintError
+from nmt.translate.pipeline import CHUNK_LINES
+from nmt.translate.results import Translation
 
 log = logging.getLogger(__name__)
 
 CHUNK = 1 << 16  # bytes per read from a pipe: a bound on how many lines wait for each other
+BLOCK = 1 << 20  # bytes per read from a regular file
 BOM = b"\xef\xbb\xbf"
 
 
-def line_batches(stream: BinaryIO) -> Iterator[list[str]]:
-    """Yields the complete lines each read brings (UTF-8, line ends and a BOM removed)."""
-    try:
-        descriptor = stream.fileno()
-    except (OSError, ValueError):  # an in-memory stream (nmt embedded, tests): read it whole
-        read, size = stream.read, -1
-    else:
-        status = os.fstat(descriptor)
-        size = max(CHUNK, status.st_size + 1) if stat.S_ISREG(status.st_mode) else CHUNK
-        read = functools.partial(os.read, descriptor)
-    pending, first = b"", True
-    while chunk := read(size):
+class InputLines:
+    """A binary stream's lines (UTF-8; line ends and a BOM removed) as groups, each group
+    translated by one call: a regular file is one group, read lazily; a pipe or a terminal
+    gives a group per read. `total`: a regular file's number of lines, else None. Bytes that
+    are not UTF-8 are replaced, or for a file named by `name` a UserError naming the line."""
+
+    def __init__(self, stream: BinaryIO, name: str | None = None):
+        self.stream, self.name = stream, name
+        try:
+            self.descriptor: int | None = stream.fileno()
+        except (OSError, ValueError):  # an in-memory stream (nmt embedded, tests)
+            self.descriptor = None
+        self.regular = self.descriptor is None or stat.S_ISREG(os.fstat(self.descriptor).st_mode)
+        self.total = count_lines(stream) if self.regular and stream.seekable() else None
+
+    def groups(self) -> Iterator[Iterable[str]]:
+        if self.regular:
+            lines = _by_read(_reads(self.stream.read, BLOCK), self.name)
+            yield itertools.chain.from_iterable(lines)
+        else:
+            yield from _by_read(_reads(lambda size: os.read(self.descriptor, size), CHUNK))
+
+
+class FileLines:
+    """The lines of a file given beside the input (`--constraints`, `--prefix`, `--tgt`),
+    read one at a time and parsed by `parse(line, number)`; `name` names it in errors and
+    `total` is its number of lines."""
+
+    def __init__(self, option: str, path: Path, parse: Callable[[str, int], Any]):
+        try:
+            self.stream = path.open("rb")
+        except OSError as error:
+            raise UserError(f"{option} {path}: cannot read it ({error.strerror}).") from None
+        self.option, self.path, self.parse, self.count = option, path, parse, 0
+        self.total = count_lines(self.stream)
+        lines = _by_read(_reads(self.stream.read, BLOCK), str(path))
+        self.lines = itertools.chain.from_iterable(lines)
+
+    @property
+    def name(self) -> str:
+        return f"{self.option} {self.path} ({self.count} lines)"
+
+    def __iter__(self) -> FileLines:
+        return self
+
+    def __next__(self) -> Any:
+        line = next(self.lines)
+        self.count += 1
+        return self.parse(line, self.count)
+
+    def check_ended(self, lines: int) -> None:
+        """A UserError unless the file ended with the input's `lines` lines."""
+        if next(self.lines, None) is not None:
+            raise UserError(
+                f"{self.option} {self.path} has more lines than the input's {lines}; give one "
+                "line per input line (a blank one for none)."
+            )
+
+
+def _reads(read: Callable[[int], bytes], size: int) -> Iterator[bytes]:
+    return iter(lambda: read(size), b"")
+
+
+def _by_read(reads: Iterable[bytes], name: str | None = None) -> Iterator[list[str]]:
+    """The complete lines each read brings, a list per read (see InputLines for `name`)."""
+    pending, first, number = b"", True, 0
+    for chunk in reads:
         pending += chunk.removeprefix(BOM) if first else chunk
         first = False
         *complete, pending = pending.split(b"\n")
         if complete:
-            yield [_decode(line) for line in complete]
+            yield [_decode(line, name, number + i) for i, line in enumerate(complete, 1)]
+            number += len(complete)
     if pending:
-        yield [_decode(pending)]
+        yield [_decode(pending, name, number + 1)]
 
 
-def _decode(line: bytes) -> str:
-    return line.decode("utf-8", errors="replace").removesuffix("\r")
+def _decode(line: bytes, name: str | None, number: int) -> str:
+    try:
+        text = line.decode("utf-8", errors="strict" if name else "replace")
+    except UnicodeDecodeError as error:
+        raise UserError(
+            f"{name} is not valid UTF-8: line {number}, byte {error.start + 1} of the line "
+            f"({error.reason}). Convert the file to UTF-8 (e.g. with iconv)."
+        ) from None
+    return text.removesuffix("\r")
+
+
+def count_lines(stream: BinaryIO) -> int:
+    """The lines from the stream's position on, which it is left at."""
+    start, count, last = stream.tell(), 0, b"\n"
+    while block := stream.read(BLOCK):
+        count, last = count + block.count(b"\n"), block[-1:]
+    stream.seek(start)
+    return count + (last != b"\n")
 
 
 def write_translations(
-    translator: Translator,
-    batches: Iterable[list[str]],
+    translator: Any,
+    source: InputLines,
     sink: TextIO,
     alignments: bool = False,
     plot_dir: Path | None = None,
-    constraints: Sequence[TextConstraints | None] | None = None,
-    prefixes: Sequence[str | None] | None = None,
+    constraints: FileLines | None = None,
+    prefixes: FileLines | None = None,
+    chunk: int | None = CHUNK_LINES,
 ) -> None:
-    """Translates each batch of lines and flushes its output before reading the next batch.
-    `constraints` and `prefixes` hold one entry per input line (--constraints, --prefix);
-    translations that miss their constraints (the length limit left no room) are counted
-    in a warning on stderr."""
-    given = constraints if constraints is not None else prefixes
+    """Translates the input group by group (see InputLines), `chunk` lines at a time, and
+    writes each translation as it comes. `constraints` and `prefixes` hold one entry per
+    input line (--constraints, --prefix); translations that miss their constraints (the
+    length limit left no room) are counted in a warning on stderr."""
     if plot_dir is not None:
         try:
             plot_dir.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise UserError(f"--attention-plots {plot_dir}: cannot create it ({error}).") from None
-    index, missed = 0, []
-    for lines in batches:
-        if given is not None and index + len(lines) > len(given):
-            raise UserError(_count_mismatch(len(given), f"more than {len(given)}"))
-        span = slice(index, index + len(lines))
-        try:
-            translations = translator.translate(
-                lines,
+    progress = ProgressLine("translating", source.total)
+    index, missed, nbest = 0, [], translator.decode.nbest
+    try:
+        for group in source.groups():
+            start = index
+            translations = translator.stream(
+                group,
                 alignments=alignments,
                 attention=plot_dir is not None,
-                **({"constraints": constraints[span]} if constraints is not None else {}),
-                **({"prefix": prefixes[span]} if prefixes is not None else {}),
+                constraints=constraints,
+                prefix=prefixes,
+                chunk=chunk,
+                done=progress.advance,
             )
-        except ConstraintError as error:
-            if error.index is None:
-                raise
-            line = index + error.index + 1
-            raise UserError(f"input line {line}, {error.field}: {error.detail}.") from None
-        missed += [index + i for i, t in enumerate(translations) if t.constraints_met is False]
-        for offset, translation in enumerate(translations):
-            nbest = translator.decode.nbest
-            for line in format_translation(index + offset, translation, nbest, alignments):
-                sink.write(line + "\n")
-        sink.flush()
-        if plot_dir is not None:
-            for offset, translation in enumerate(translations):
-                plot_translation(index + offset, translation, plot_dir)
-        index += len(translations)
-    if given is not None and index < len(given):
-        raise UserError(_count_mismatch(len(given), str(index)))
+            try:
+                for translation in translations:
+                    for line in format_translation(index, translation, nbest, alignments):
+                        sink.write(line + "\n")
+                    sink.flush()
+                    if plot_dir is not None:
+                        plot_translation(index, translation, plot_dir)
+                    if translation.constraints_met is False:
+                        missed.append(index)
+                    index += 1
+            except ConstraintError as error:
+                if error.index is None:
+                    raise
+                line = start + error.index + 1
+                raise UserError(f"input line {line}, {error.field}: {error.detail}.") from None
+    finally:
+        progress.close()
+    for given in (constraints, prefixes):
+        if given is not None:
+            given.check_ended(index)
     if missed:
         log.warning(
             "warning: %d translation(s) miss some of their constraints, the length limit "
-            "leaving no room for them (first: line %d); raise decode.max_len_extra.",
+            "leaving no room for them (first: line %d); raise --max-len-extra.",
             len(missed),
             missed[0] + 1,
         )
-
-
-def _count_mismatch(expected: int, found: str) -> str:
-    return (
-        f"the input has {found} lines, but --constraints/--prefix gave {expected}; give one "
-        "line per input line (a blank one for none)."
-    )
 
 
 def format_translation(
     index: int, translation: Translation, nbest: int, alignments: bool = False
 ) -> list[str]:
     """The output lines of one input: its text, or with `nbest` > 1 Moses n-best lines
-    'INDEX ||| text ||| score'; with `alignments`, then ' ||| ' and the word alignment. A
-    blank input gives blank text (nbest times, score 0)."""
+    'INDEX ||| text ||| score' (as many as the search found); with `alignments`, then
+    ' ||| ' and the word alignment. A blank input gives blank text (nbest times, score 0)."""
     rows = [(c.text, c.score, c.alignment) for c in translation.nbest] or [("", 0.0, "")] * nbest
     lines = []
     for text, score, alignment in rows:

@@ -78,7 +78,7 @@ def test_greedy_search_is_ours(exported, corpus_dir, blocking):
         # CTranslate2 scores a blocked step by the distribution renormalised without the
         # banned tokens; ours keeps the model's own log-probability, so only tokens compare
         assert blocking or abs(mine.hypotheses[0].score - its.hypotheses[0].score) < 1e-3
-        assert mine.hypotheses[0].attention.size(0) == its.hypotheses[0].attention.size(0)
+        assert mine.hypotheses[0].steps == its.hypotheses[0].steps
 
 
 def test_a_target_prefix_gives_our_greedy_continuation(exported, corpus_dir):
@@ -112,7 +112,7 @@ def test_beam_hypotheses_carry_their_own_scores_and_our_ranking(exported, corpus
         ranked = [h.normalised_score(0.6) for h in translation.hypotheses]
         assert len(ranked) == 3 and ranked == sorted(ranked, reverse=True)
         for hypothesis in translation.hypotheses:
-            ended = hypothesis.attention.size(0) > len(hypothesis.tokens)
+            ended = hypothesis.ended
             target = torch.tensor([[2, *hypothesis.tokens, *([eos] if ended else [])]])
             logits = model.teacher_forcing(src, torch.tensor([src.size(1)]), target[:, :-1])[0]
             expected = logits.log_softmax(-1).gather(2, target[:, 1:, None]).sum().item()

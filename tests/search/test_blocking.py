@@ -80,7 +80,7 @@ def test_scores_stay_the_models_log_probabilities(looping_model):
         range(5),
         strict=True,
     ):
-        ended = hypothesis.attention.size(0) > len(hypothesis.tokens)
+        ended = hypothesis.ended
         target = torch.tensor([[BOS, *hypothesis.tokens, *([EOS] if ended else [])]])
         logits = looping_model.teacher_forcing(
             src[i : i + 1, : lengths[i]], lengths[i : i + 1], target[:, :-1]
@@ -100,16 +100,23 @@ def test_a_forced_prefix_is_written_even_where_it_repeats_an_ngram(looping_model
         looping_model, src, lengths, BOS, EOS, limits, no_repeat_ngram=n, constraints=constraints
     )
     beam = beam_search(
-        looping_model, src, lengths, BOS, EOS, limits, 3, 0.6, nbest=2, no_repeat_ngram=n,
+        looping_model,
+        src,
+        lengths,
+        BOS,
+        EOS,
+        limits,
+        3,
+        0.6,
+        nbest=2,
+        no_repeat_ngram=n,
         constraints=constraints,
     )
     for hypothesis in itertools.chain(greedy, *beam):
         assert tuple(hypothesis.tokens[: len(prefix)]) == prefix
         rest = list(prefix[-(n - 1) :] if n > 1 else ()) + hypothesis.tokens[len(prefix) :]
         seen = set(ngrams(list(prefix), n))
-        assert not seen & set(ngrams(rest, n)) and len(set(ngrams(rest, n))) == len(
-            ngrams(rest, n)
-        )
+        assert not seen & set(ngrams(rest, n)) and len(set(ngrams(rest, n))) == len(ngrams(rest, n))
     assert all(len(hypotheses) == 2 for hypotheses in beam)
 
 

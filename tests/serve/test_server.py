@@ -20,11 +20,10 @@ from serving import running_server
 
 from conftest import nmt, tiny_experiment, write_checkpoint
 from nmt.data.demo import generate_pairs
-from nmt.data.splits import read_lines
 from nmt.errors import UserError
 from nmt.serve.catalog import load_models
 from nmt.serve.server import exposure_warning, serve
-from nmt.translate.lines import write_translations
+from nmt.translate.lines import InputLines, write_translations
 from nmt.translate.translator import Translator
 
 SENTENCES = [en for en, _ in generate_pairs(64, seed=11)]
@@ -74,7 +73,8 @@ def expected(checkpoints, tmp_path_factory):
         for name, (model, options) in SETTINGS.items():
             translator = Translator.load(checkpoints[model], **options)
             sink = io.StringIO()
-            write_translations(translator, [read_lines(source)], sink)
+            with source.open("rb") as lines:
+                write_translations(translator, InputLines(lines), sink)
             outputs[name] = sink.getvalue().splitlines()
     finally:
         torch.set_num_threads(threads)

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from nmt.cli import app
 from nmt.data.demo import generate_pairs
 from nmt.errors import UserError
-from nmt.translate.constraints import TextConstraints, parse_constraints, read_constraints
+from nmt.translate.constraints import TextConstraints, constraints_line, parse_constraints
 from nmt.translate.translator import Translator
 
 SOURCES = [en for en, _ in generate_pairs(24, seed=5)]
@@ -148,11 +148,15 @@ def test_nmt_translate_reads_constraints_and_prefixes_line_by_line(demo_transfor
     assert "input line 3, constraints.exclude: the phrase 'x x" in refused.output
     (tmp_path / "short.jsonl").write_text("{}\n")
     refused = CliRunner().invoke(app, [*base, "--constraints", str(tmp_path / "short.jsonl")])
-    assert refused.exit_code == 2 and "more than 1 lines, but --constraints" in refused.output
+    assert refused.exit_code == 2
+    assert re.search(r"--constraints \S+short.jsonl \(1 lines\): it ends before", refused.output)
 
 
 def test_a_constraints_file_names_the_line_of_an_unknown_field(tmp_path):
     path = tmp_path / "terms.jsonl"
     path.write_text('{"include": ["a"]}\n\n' + json.dumps({"include": ["b"], "must": ["c"]}))
+    parse = constraints_line(path)
+    lines = path.read_text().splitlines()
+    assert parse(lines[0], 1) == TextConstraints(include=("a",)) and parse(lines[1], 2) is None
     with pytest.raises(UserError, match=r"terms.jsonl, line 3: unknown field\(s\) must"):
-        read_constraints(path)
+        parse(lines[2], 3)

@@ -57,6 +57,9 @@ def test_a_model_that_only_copies_writes_source_pieces(
 def test_an_ensemble_of_a_copy_model_and_a_plain_one_reads_copies_as_unknown(
     corpus_dir, separate_tokenizer
 ):
+    """The plain member reads a copied piece as <unk>, and its <unk> probability is shared
+    by <unk> and the pieces the copy model can copy: its distribution over the V + S
+    columns still sums to one, and puts nothing where no piece can be copied."""
     tokenizer = separate_tokenizer
     copying = copy_model(corpus_dir, tokenizer)
     torch.manual_seed(1)
@@ -65,17 +68,33 @@ def test_an_ensemble_of_a_copy_model_and_a_plain_one_reads_copies_as_unknown(
     src_ids = tokenizer.src.encode(SENTENCES)
     src, lengths = pad(src_ids, tokenizer.src.pad_id), torch.tensor([len(i) for i in src_ids])
     state = ensemble.init_state(ensemble.encode(src, lengths))
-    copied = tokenizer.tgt.size + 1  # a copied piece as the previous token
+    vocab, unk = tokenizer.tgt.size, tokenizer.tgt.unk_id
+    copied = vocab + 1  # a copied piece as the previous token
     prev = torch.tensor([tokenizer.tgt.bos_id, copied])
     scores, _, _ = ensemble.step(state, prev)
     copy_scores, _, _ = copying.step(copying.init_state(copying.encode(src, lengths)), prev)
-    unk = torch.tensor([tokenizer.tgt.bos_id, tokenizer.tgt.unk_id])
-    plain_scores = plain.step(plain.init_state(plain.encode(src, lengths)), unk)[0]
-    plain_scores = plain_scores.log_softmax(-1)
-    widened = torch.cat(
-        [plain_scores, plain_scores[:, [tokenizer.tgt.unk_id]].expand(-1, src.size(1))], 1
-    )
-    torch.testing.assert_close(scores, (copy_scores + widened) / 2)
+    plain_scores = plain.step(
+        plain.init_state(plain.encode(src, lengths)), torch.tensor([tokenizer.tgt.bos_id, unk])
+    )[0].log_softmax(-1)
+    # the plain member's share of the mean, where the copy model's is finite (elsewhere the
+    # mean is -inf whatever the plain member says)
+    finite = copy_scores > -torch.inf
+    assert torch.equal(scores > -torch.inf, finite)
+    widened = torch.where(finite, 2 * scores - copy_scores, -torch.inf).exp()
+    assert torch.allclose(widened.sum(1), torch.ones(2), atol=1e-5)
+    ids = copying.copy.source_ids(src)
+    for row in range(2):
+        copyable = {j for j in range(src.size(1)) if ids[row, j] == vocab + j}
+        assert copyable  # English pieces German lacks
+        share = plain_scores[row, unk].exp().item() / (1 + len(copyable))
+        for j in range(src.size(1)):
+            assert widened[row, vocab + j].item() == pytest.approx(
+                share if j in copyable else 0, abs=1e-6
+            )
+            assert bool(finite[row, vocab + j]) == (j in copyable)
+        assert widened[row, unk].item() == pytest.approx(share, abs=1e-6)
+        others = [i for i in range(vocab) if i != unk]
+        torch.testing.assert_close(widened[row, others], plain_scores[row, others].exp())
     translator = translator_of(ensemble, corpus_dir, tokenizer, beam=2)
     assert all(translation.nbest for translation in translator.translate(SENTENCES))
 

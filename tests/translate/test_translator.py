@@ -4,6 +4,7 @@ import torch
 from conftest import make_translator, tiny_model
 from nmt.data.demo import generate_pairs
 from nmt.search import greedy_search, max_lengths
+from nmt.translate import translator as translator_module
 
 
 def test_one_line_out_per_line_in_with_blank_lines_kept(tiny_config, tokenizer):
@@ -110,9 +111,9 @@ def test_a_failing_batch_fails_the_call(tiny_config, tokenizer, monkeypatch):
     translator = make_translator(tiny_config, tokenizer, batch_size=4)
     translator.workers = 2
 
-    def broken(src_ids, decode, draw, constraints):
+    def broken(model, tokenizer, src_ids, decode, draw, constraints):
         raise RuntimeError(f"batch {draw[1]}")
 
-    monkeypatch.setattr(translator, "_search", broken)
+    monkeypatch.setattr(translator_module, "search_batch", broken)
     with pytest.raises(RuntimeError, match="batch 0"):
         translator.translate(SENTENCES)

@@ -1,0 +1,63 @@
+"""Which search decodes a batch: sampling, greedy, or beam search (which included phrases
+always take), with the settings of `decode`."""
+
+from __future__ import annotations
+
+import torch
+
+from nmt.config import DecodeConfig
+from nmt.data.batching import pad
+from nmt.data.tokenizer import Tokenizer
+from nmt.errors import UserError
+from nmt.search import Hypothesis, beam_search, greedy_search, max_lengths, sample_search
+from nmt.search.constraints import Constraints
+
+_PRIME = 1_000_003  # mixes decode.seed and a batch's numbers into its sampling seed
+
+
+def search_batch(
+    model: torch.nn.Module,
+    tokenizer: Tokenizer,
+    src_ids: list[list[int]],
+    decode: DecodeConfig,
+    draw: tuple[int, int],
+    constraints: list[Constraints | None],
+) -> list[list[Hypothesis]]:
+    """The hypotheses of a batch of sources. Sampling draws from a generator of its own,
+    seeded by decode.seed and `draw` (the call's and the batch's number), so batches decoded
+    side by side draw as they would one after another. Included phrases take beam search,
+    which at beam 1 is greedy search that makes room for them."""
+    if decode.sample and any(guide and guide.include for guide in constraints):
+        raise UserError(
+            "included phrases need beam search (any beam size, 1 included), not sampling; "
+            "drop sample, or the include constraints."
+        )
+    device, tgt = next(model.parameters()).device, tokenizer.tgt
+    src = pad(src_ids, tokenizer.src.pad_id).to(device)
+    lengths = torch.tensor([len(ids) for ids in src_ids])
+    limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra)
+    common = (model, src, lengths, tgt.bos_id, tgt.eos_id, limits)
+    blocking = {"no_repeat_ngram": decode.no_repeat_ngram, "constraints": constraints}
+    if decode.sample:
+        call, batch = draw
+        seed = (decode.seed * _PRIME + call) * _PRIME + batch
+        generator = torch.Generator(device).manual_seed(seed % 2**63)
+        return sample_search(
+            *common,
+            decode.nbest,
+            decode.temperature,
+            decode.top_k,
+            decode.top_p,
+            generator,
+            **blocking,
+        )
+    if decode.beam == 1 and not any(c and c.include for c in constraints):
+        return [[hypothesis] for hypothesis in greedy_search(*common, **blocking)]
+    return beam_search(
+        *common,
+        decode.beam,
+        decode.alpha,
+        decode.nbest,
+        coverage_penalty=decode.coverage_penalty,
+        **blocking,
+    )
