@@ -3,7 +3,7 @@ an ensemble. It is what `nmt translate`, `nmt eval`, `nmt score`, `nmt serve` an
 API (`nmt.Translator`) all translate with.
 
 What it answers is in results.py, how checkpoints load in loading.py, the line pipeline
-(truncation, chunks, batches, candidates) in pipeline.py and forced scoring in forced.py.
+(truncation, chunks, batches, candidates) in pipeline.py and forced scoring in pair_scores.py.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from nmt.translate.constraints import (
     parse_constraints,
 )
 from nmt.translate.decoding import search_batch
-from nmt.translate.forced import Target, score_pairs
+from nmt.translate.pair_scores import Target, score_pairs
 from nmt.translate.loading import PathLike, decode_settings, load_model, tokenizer_towards
 from nmt.translate.pipeline import CHUNK_LINES, Wanted, per_sentence, translate_stream
 from nmt.translate.results import PairScore, Translation
