@@ -71,7 +71,11 @@ class Attention(BaseModel):
 class TranslationOut(BaseModel):
     src: str
     tgt: str = Field(description="The translation, detokenized.")
-    pred_score: float = Field(description="Log-probability / ((5 + length) / 6) ** alpha.")
+    pred_score: float | None = Field(
+        description="Log-probability / ((5 + length) / 6) ** alpha; 0 for a blank src; null "
+        "(and tgt empty) for a rank the search found no translation for, when it found "
+        "fewer than n_best."
+    )
     n_best: int
     truncated: bool = Field(
         description="True when the source was cut at the model's decode.max_src_len subwords, "

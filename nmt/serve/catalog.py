@@ -145,8 +145,13 @@ def translate_items(
 
 
 def answers(item: Item, translation: Translation, nbest: int) -> list[dict]:
-    """The OpenNMT-py fields (src, tgt, pred_score, n_best), then ours. pred_score is the
-    normalised score that ranked the candidate; a blank line gives blank text, score 0."""
+    """`nbest` answers, best first: the OpenNMT-py fields (src, tgt, pred_score, n_best), then
+    ours. pred_score is the normalised score that ranked the candidate. A blank line gives
+    blank text, score 0. The search may find fewer than `nbest` (a tiny vocabulary, every
+    continuation banned): the ranks it left empty get blank text and score None, so that
+    the answer, laid out by rank, has every rank for every input."""
+    if not translation.src_ids:
+        return [_empty(item, nbest, False, 0.0) for _ in range(nbest)]
     result = []
     for candidate in translation.nbest:
         answer = {
@@ -163,15 +168,24 @@ def answers(item: Item, translation: Translation, nbest: int) -> list[dict]:
         if item.constraints is not None:
             answer["constraints_met"] = candidate.constraints_met
         result.append(answer)
-    if not result:
-        blank = {"src": item.src, "tgt": "", "pred_score": 0.0, "n_best": nbest}
-        blank["truncated"] = False
-        if item.alignments:
-            blank["align"] = ""
-        if item.attention:
-            blank["attention"] = {"src_tokens": [], "tgt_tokens": [], "weights": []}
-        result = [dict(blank) for _ in range(nbest)]
-    return result
+    missing = nbest - len(result)
+    return result + [_empty(item, nbest, translation.truncated, None) for _ in range(missing)]
+
+
+def _empty(item: Item, nbest: int, truncated: bool, score: float | None) -> dict:
+    """An answer without a translation: blank text, empty alignment and attention."""
+    answer = {
+        "src": item.src,
+        "tgt": "",
+        "pred_score": score,
+        "n_best": nbest,
+        "truncated": truncated,
+    }
+    if item.alignments:
+        answer["align"] = ""
+    if item.attention:
+        answer["attention"] = {"src_tokens": [], "tgt_tokens": [], "weights": []}
+    return answer
 
 
 def attention_json(attention: AttentionMap) -> dict:

@@ -164,7 +164,10 @@ function column(modelId, best) {
   best.forEach((answer, index) => {
     const row = element("div", "sentence");
     row.append(element("div", "translation", answer.tgt));
-    const meta = element("div", "meta", `score ${answer.pred_score.toFixed(3)}`);
+    // pred_score null: the search found no translation for this line
+    const score = answer.pred_score === null ? "no translation found"
+      : `score ${answer.pred_score.toFixed(3)}`;
+    const meta = element("div", "meta", score);
     if (answer.truncated) meta.append(element("span", "cut", " · source cut to the model's limit"));
     row.append(meta);
     row.addEventListener("click", () => select(index));
@@ -173,7 +176,9 @@ function column(modelId, best) {
   function select(index) {
     sentences.querySelectorAll(".sentence").forEach((row, i) =>
       row.classList.toggle("selected", i === index));
-    showAttention(view, best[index].attention);
+    const attention = best[index].attention;
+    if (attention.tgt_tokens.length) showAttention(view, attention);
+    else view.replaceChildren();
   }
   if (best.length) select(0);
   return node;
