@@ -7,7 +7,9 @@ inner by input. `GET /translator/limits` tells clients (the page) how many sente
 request may hold. Requests are checked by pydantic (422 naming the field), then decoded in
 shared batches, one per core, each on one torch thread (nmt/serve/microbatch.py). The page
 at `/` is static files that call the same API; `/docs` is Swagger UI, served from local files
-with relative URLs, so it works offline and behind a path prefix.
+with relative URLs, so it works offline and behind a path prefix. Behind `--api-key` the page
+and the docs stay public (they hold no data); the schema then declares the key as a bearer
+scheme, so Swagger UI's "Authorize" sends it.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from nmt.serve.api import (
     TranslationOut,
 )
 from nmt.serve.catalog import Item, ServedModel, load_models, translate_items
-from nmt.serve.guards import ApiKeyGuard, BodyGuard
+from nmt.serve.guards import ApiKeyGuard, BodyGuard, declare_bearer
 from nmt.serve.microbatch import MicroBatcher
 from nmt.translate.constraints import ConstraintError, parse_constraints
 from nmt.translate.parallel import available_cores, one_torch_thread
@@ -168,6 +170,14 @@ def create_app(
     app.add_middleware(BodyGuard, limit=limits.max_body_bytes)
     if api_key:
         app.add_middleware(ApiKeyGuard, api_key=api_key)  # added last: runs first
+        build = app.openapi
+
+        def openapi() -> dict:
+            if app.openapi_schema is None:  # build() keeps what it builds there
+                declare_bearer(build())
+            return app.openapi_schema
+
+        app.openapi = openapi
     return app
 
 

@@ -120,6 +120,9 @@ def test_the_docs_page_needs_nothing_from_elsewhere_and_only_relative_urls(serve
         assert server.request("GET", "/" + url)[0] == 200, url
     status, schema = server.request("GET", "/openapi.json")
     assert {"/translator/translate", "/translator/limits"} <= set(schema["paths"])
+    # without --api-key nothing to authorize: Swagger UI shows no "Authorize"
+    assert "securitySchemes" not in schema["components"]
+    assert not [op for ops in schema["paths"].values() for op in ops.values() if "security" in op]
 
 
 def test_32_concurrent_clients_each_get_their_own_translations(server, expected):
@@ -308,10 +311,24 @@ def test_api_key_guards_every_route_but_health_and_sigterm_finishes_requests(che
         auth = {"Authorization": f"Bearer {key}"}
         item = [{"src": SENTENCES[0], "id": "demo", "beam": 1}]
         assert s.request("GET", "/translator/health")[0] == 200
-        for path in ("/docs", "/openapi.json", "/translator/models", "/translator/limits"):
+        for path in ("/translator/models", "/translator/limits"):
             assert s.request("GET", path)[0] == 401, path
-        for path in ("/", "/static/app.js", "/static/docs/swagger-ui.css"):  # files, no data
+        public = ("/", "/static/app.js", "/docs", "/openapi.json", "/static/docs/swagger-ui.css")
+        for path in public:  # the page, the docs and their files: no data
             assert s.request("GET", path)[0] == 200, path
+        status, schema = s.request("GET", "/openapi.json")
+        bearer = {"type": "http", "scheme": "bearer", "description": "The server's --api-key."}
+        assert schema["components"]["securitySchemes"] == {"apiKey": bearer}
+        required = {
+            path: [operation.get("security") for operation in operations.values()]
+            for path, operations in schema["paths"].items()
+        }
+        assert required == {
+            "/translator/translate": [[{"apiKey": []}]],
+            "/translator/models": [[{"apiKey": []}]],
+            "/translator/limits": [[{"apiKey": []}]],
+            "/translator/health": [None],
+        }
         status, answer = s.translate(item)
         assert status == 401 and "Bearer" in answer["detail"]
         assert s.translate(item, headers={"Authorization": "Bearer wrong"})[0] == 401
