@@ -47,6 +47,17 @@ class ServedModel:
         given = {key: value for key, value in (("beam", beam), ("nbest", nbest)) if value}
         return dataclasses.replace(self.translator.decode, **given)
 
+    def language_error(self, tgt_lang: str | None) -> str | None:
+        """Why a request cannot ask this model for `tgt_lang` (None: not given), or None."""
+        languages = self.translator.target_languages
+        if tgt_lang is None and len(languages) > 1:
+            return f"this model writes {', '.join(languages)}: set tgt_lang to the one to write"
+        if tgt_lang is not None and tgt_lang not in languages:
+            if len(languages) == 1:
+                return f"this model writes only {languages[0]}: set tgt_lang to it, or leave it out"
+            return f"this model writes {', '.join(languages)} only: set tgt_lang to one of them"
+        return None
+
     def describe(self) -> dict[str, Any]:
         """What GET /translator/models says about this model (no file paths)."""
         decode, model = self.translator.decode, self.translator.config.model

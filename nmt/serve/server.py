@@ -43,6 +43,8 @@ from nmt.serve.api import (
     ModelInfo,
     TranslateRequest,
     TranslationOut,
+    error_details,
+    excerpt,
 )
 from nmt.serve.catalog import Item, ServedModel, load_models, translate_items
 from nmt.serve.guards import ApiKeyGuard, BodyGuard, declare_bearer
@@ -103,7 +105,7 @@ def create_app(
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, error: RequestValidationError) -> JSONResponse:
-        return _AsciiJSONResponse({"detail": jsonable_encoder(error.errors())}, 422)
+        return _AsciiJSONResponse({"detail": jsonable_encoder(error_details(error.errors()))}, 422)
 
     @app.post(
         "/translator/translate",
@@ -195,7 +197,11 @@ def _plan(
         model = models.get(str(request.id))
         if model is None:
             known = ", ".join(repr(name) for name in models)
-            raise HTTPException(404, f"unknown model id {request.id!r}; this server has: {known}")
+            raise HTTPException(
+                404,
+                f"unknown model id {excerpt(request.id)!r}: set id to one this server has, "
+                f"{known} (GET /translator/models)",
+            )
         try:
             decode = model.settings(request.beam, request.n_best)
         except ConfigError as error:
@@ -205,10 +211,8 @@ def _plan(
             detail = f"all inputs of a request need the same n_best; earlier ones have {nbest}"
             raise _invalid(index, "n_best", detail, request.n_best)
         nbest = decode.nbest
-        try:
-            model.translator.towards(request.tgt_lang)
-        except UserError as error:
-            raise _invalid(index, "tgt_lang", str(error), request.tgt_lang) from None
+        if problem := model.language_error(request.tgt_lang):
+            raise _invalid(index, "tgt_lang", problem, request.tgt_lang)
         wanted = request.constraints.model_dump() if request.constraints is not None else None
         try:
             model.translator.check_constraints(
@@ -229,8 +233,8 @@ def _plan(
 
 
 class _AsciiJSONResponse(JSONResponse):
-    """A 422 echoes the input, which may hold lone surrogates (from JSON's \\ud800 escapes)
-    that UTF-8 cannot encode: escaping everything keeps such an answer well-formed."""
+    """A 422 echoes (an excerpt of) the input, which may hold lone surrogates (from JSON's
+    \\ud800 escapes) that UTF-8 cannot encode: escaping everything keeps it well-formed."""
 
     def render(self, content: object) -> bytes:
         return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")

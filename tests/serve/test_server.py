@@ -215,6 +215,11 @@ BAD_INPUTS = {
     "not UTF-8": (b'[{"src": "caf\xe9", "id": "demo"}]', 400, None),
     "lone surrogate": (b'[{"src": "\\ud800", "id": "demo"}]', 422, ["body", 0, "src"]),
     "unknown model": ([{"src": "a", "id": "nope"}], 404, None),
+    "unknown target language": (
+        [{"src": "a", "id": "demo", "tgt_lang": "fr"}],
+        422,
+        ["body", 0, "tgt_lang"],
+    ),
     "unknown constraints field": (
         [{"src": "a", "id": "demo", "constraints": {"must": ["x"]}}],
         422,
@@ -253,6 +258,79 @@ def test_bad_input_gets_a_clear_answer_and_harms_nothing(server, case):
     if case == "unknown model":
         assert "'demo', 'other', '100'" in answer["detail"]
     assert server.translate([{"src": "a dog", "id": "demo", "beam": 1}])[0] == 200
+
+
+HUGE = "dog " * 15_000  # 60,000 characters: under the server's 64 KiB limit on a body
+CUT = HUGE[:80] + "… (60000 characters)"
+
+
+def test_a_422_says_what_a_huge_input_is_instead_of_echoing_it(server):
+    """Each error keeps pydantic's shape and names the field and the problem, but a long
+    input comes back as an excerpt: the answer stays small whatever was sent."""
+    cases = [  # (body, the error it gets)
+        (
+            {"src": HUGE, "id": "demo"},
+            ("list_type", ["body"], "Input should be a valid list", "an object of 2 keys: src, id"),
+        ),
+        (
+            [{"src": ["a"] * 10_000, "id": "demo"}],
+            (
+                "string_type",
+                ["body", 0, "src"],
+                "Input should be a valid string",
+                "a list of 10000 items",
+            ),
+        ),
+        (
+            [{"src": "a", "id": "demo", "beam": HUGE}],
+            ("int_type", ["body", 0, "beam"], "Input should be a valid integer", CUT),
+        ),
+        (
+            [{"src": "a", "id": "demo", "tgt_lang": HUGE}],
+            (
+                "value_error",
+                ["body", 0, "tgt_lang"],
+                "this model writes only de: set tgt_lang to it, or leave it out",
+                CUT,
+            ),
+        ),
+    ]
+    for body, (kind, loc, msg, shown) in cases:
+        status, answer = server.translate(body)
+        assert status == 422
+        assert answer == {"detail": [{"type": kind, "loc": loc, "msg": msg, "input": shown}]}
+        assert len(json.dumps(answer, separators=(",", ":"))) < 2048
+
+    status, answer = server.translate([{"src": "a", "id": "demo", HUGE: 1}])  # unknown field
+    ((error,),) = answer.values()
+    assert (status, error["loc"]) == (422, ["body", 0, HUGE[:40] + "… (60000 characters)"])
+    assert error["msg"].startswith("unknown field; the fields here are src, id, beam, n_best,")
+
+    prefix = "der hund " * 6000  # too long for the sentence: the server's own 422
+    status, answer = server.translate([{"src": "a", "id": "demo", "prefix": prefix}])
+    ((error,),) = answer.values()
+    assert (status, error["loc"]) == (422, ["body", 0, "prefix"])
+    assert error["input"] == prefix[:80] + "… (54000 characters)"
+    assert len(json.dumps(answer)) < 2048
+
+    status, answer = server.translate([{"src": "a", "id": HUGE}])
+    assert status == 404
+    assert answer["detail"].startswith(f"unknown model id '{CUT}': set id to one this server has")
+
+
+def test_a_422_lists_the_first_ten_errors_and_counts_the_others(server):
+    status, answer = server.translate([{"src": "a"}] * 3000)  # every item lacks its id
+    assert status == 422
+    missing = {"type": "missing", "msg": "Field required", "input": {"src": "a"}}
+    assert answer["detail"] == [
+        *({**missing, "loc": ["body", index, "id"]} for index in range(10)),
+        {
+            "type": "more_errors",
+            "loc": ["body"],
+            "msg": "2990 more errors not shown; fix the ones above first",
+            "input": None,
+        },
+    ]
 
 
 def test_constraints_and_prefixes_reach_the_search(server):
