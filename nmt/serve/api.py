@@ -65,7 +65,10 @@ class TranslateRequest(BaseModel):
             if src is not None:
                 src.encode("utf-8")
         except UnicodeEncodeError as error:
-            raise ValueError(f"not valid Unicode at character {error.start}") from None
+            raise ValueError(
+                f"not valid Unicode at character {error.start} (a lone surrogate, such as "
+                "\\ud800): send whole characters"
+            ) from None
         return src
 
 

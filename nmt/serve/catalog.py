@@ -19,6 +19,7 @@ import torch
 
 from nmt.config import DecodeConfig
 from nmt.errors import UserError
+from nmt.serve.api import MAX_BEAM
 from nmt.translate.constraints import TextConstraints
 from nmt.translate.translator import AttentionMap, Translation, Translator
 
@@ -43,9 +44,16 @@ class ServedModel:
     quantize: str | None = None  # "int8": int8 Linear and recurrent layers; None: fp32
 
     def settings(self, beam: int | None = None, nbest: int | None = None) -> DecodeConfig:
-        """The checkpoint's decode settings with a request's options; ConfigError if invalid."""
-        given = {key: value for key, value in (("beam", beam), ("nbest", nbest)) if value}
-        return dataclasses.replace(self.translator.decode, **given)
+        """The checkpoint's decode settings with a request's beam and n_best (None: not
+        given); a ValueError, worded for the request, when n_best exceeds the beam."""
+        decode = self.translator.decode
+        beam, nbest = beam or decode.beam, nbest or decode.nbest
+        if nbest > beam and not decode.sample:  # a sampling model draws n_best, beam aside
+            raise ValueError(
+                f"n_best must be at most beam ({beam}), got {nbest}: ask for a larger beam "
+                f"(at most {MAX_BEAM}) or a smaller n_best"
+            )
+        return dataclasses.replace(decode, beam=beam, nbest=nbest)
 
     def language_error(self, tgt_lang: str | None) -> str | None:
         """Why a request cannot ask this model for `tgt_lang` (None: not given), or None."""
@@ -112,7 +120,9 @@ def load_models(
     parsed = [parse_spec(spec) for spec in specs]
     for _, path in parsed:  # every name is checked before the slow loading starts
         if not path.is_file():
-            raise UserError(f"checkpoint {path} does not exist.")
+            raise UserError(
+                f"checkpoint {path} does not exist; check the path given to --checkpoint."
+            )
     models: dict[str, ServedModel] = {}
     sources: dict[str, Path] = {}
     for model_id, path in parsed:

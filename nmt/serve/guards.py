@@ -98,7 +98,10 @@ class BodyGuard:
             body.decode("utf-8")
         except UnicodeDecodeError as error:
             response = JSONResponse(
-                {"detail": f"the body is not UTF-8 (byte {error.start}: {error.reason})"},
+                {
+                    "detail": f"the body is not UTF-8 (byte {error.start}: {error.reason}); "
+                    "send it encoded as UTF-8"
+                },
                 status_code=400,
             )
             await response(scope, receive, send)
@@ -108,7 +111,10 @@ class BodyGuard:
         await self.app(scope, _replay(bytes(body), receive), send)
 
     async def _too_large(self, scope: Scope, receive: Any, send: Any) -> None:
-        detail = f"the body is larger than this server's limit of {self.limit} bytes"
+        detail = (
+            f"the body is larger than this server's limit of {self.limit} bytes "
+            "(--max-body-kib): send fewer or shorter sentences per request"
+        )
         await JSONResponse({"detail": detail}, status_code=413)(scope, receive, send)
 
 

@@ -33,8 +33,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from nmt.config import ConfigError
 from nmt.errors import UserError
 from nmt.serve.api import (
     MAX_BEAM,
@@ -54,6 +54,10 @@ from nmt.translate.parallel import available_cores, one_torch_thread
 
 STATIC = Path(__file__).parent / "static"
 SWAGGER_UI = Path(fastapi_offline.__file__).parent / "static"  # Swagger UI's own files
+ROUTES = (
+    "POST /translator/translate; GET /translator/models, /translator/limits and "
+    "/translator/health; the page at / and the API docs at /docs"
+)
 PAGE_HEADERS = {  # the page runs only its own files: no inline or third-party script
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'",
     "X-Content-Type-Options": "nosniff",
@@ -102,6 +106,17 @@ def create_app(
         docs_url=None,
         redoc_url=None,
     )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def refused(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        """The router's 404 and 405 (plain "Not Found", "Method Not Allowed") say what is
+        there instead; the routes' own details pass unchanged."""
+        detail = error.detail
+        if error.status_code == 404 and detail == "Not Found":
+            detail = f"no such route; this server has {ROUTES}"
+        elif error.status_code == 405:
+            detail = f"{request.method} is not allowed here; use {error.headers['Allow']}"
+        return JSONResponse({"detail": detail}, error.status_code, headers=error.headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, error: RequestValidationError) -> JSONResponse:
@@ -204,11 +219,13 @@ def _plan(
             )
         try:
             decode = model.settings(request.beam, request.n_best)
-        except ConfigError as error:
-            field = "n_best" if error.path == "nbest" else error.path
-            raise _invalid(index, field, error.detail, getattr(request, field, None)) from None
+        except ValueError as error:
+            raise _invalid(index, "n_best", str(error), request.n_best) from None
         if nbest is not None and decode.nbest != nbest:
-            detail = f"all inputs of a request need the same n_best; earlier ones have {nbest}"
+            detail = (
+                f"all inputs of a request need the same n_best; earlier ones have {nbest}: "
+                f"give this one n_best {nbest} too, or send it in another request"
+            )
             raise _invalid(index, "n_best", detail, request.n_best)
         nbest = decode.nbest
         if problem := model.language_error(request.tgt_lang):
@@ -332,5 +349,5 @@ def exposure_warning(host: str, api_key: str | None) -> str | None:
         return None
     return (
         f"warning: serving on {host} without --api-key: anyone who can reach this port can "
-        "use the models. Set --api-key, or bind 127.0.0.1 behind a reverse proxy."
+        "use the models. Set --api-key, or serve on --host 127.0.0.1 behind a reverse proxy."
     )
