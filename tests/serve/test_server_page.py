@@ -124,6 +124,48 @@ def test_the_page_translates_and_draws_the_attention(server, browser, tmp_path):
     browser.save_screenshot(str(tmp_path / "page.png"))
 
 
+def test_each_translation_is_shown_beside_its_source_and_an_error_clears_them(server, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.select import Select
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    wait = WebDriverWait(browser, 60)
+    browser.get(server.url + "/")
+    wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#model-a option")) == 3)
+    Select(browser.find_element(By.ID, "model-a")).select_by_value("additive")
+    source = browser.find_element(By.ID, "source")
+    source.clear()
+    source.send_keys("\n".join(LINES))
+    browser.find_element(By.ID, "translate").click()
+    wait.until(lambda b: "done" in b.find_element(By.ID, "status").text)
+    expected = []  # in requests of two, as the page sends them
+    for start in range(0, len(LINES), 2):
+        items = [{"src": line, "id": "additive"} for line in LINES[start : start + 2]]
+        status, answer = server.translate(items)
+        assert status == 200
+        expected += [best["tgt"].strip() for best in answer[0]]
+    rows = browser.find_elements(By.CSS_SELECTOR, '.column[data-model="additive"] .sentence')
+    shown = [
+        (
+            [label.text for label in row.find_elements(By.CSS_SELECTOR, ".label")],
+            row.find_element(By.CSS_SELECTOR, ".source").text,
+            row.find_element(By.CSS_SELECTOR, ".translation").text,
+        )
+        for row in rows
+    ]
+    labels = ["SOURCE", "TRANSLATION"]  # as CSS capitalises them
+    assert shown == [(labels, *row) for row in zip(LINES, expected, strict=True)]
+
+    beam = browser.find_element(By.ID, "beam")
+    beam.send_keys("99")  # above the server's max_beam: every request is refused
+    browser.find_element(By.ID, "translate").click()
+    status = browser.find_element(By.ID, "status")
+    wait.until(lambda _: "error" in status.get_attribute("class"))
+    assert status.text.startswith("422: body.0.beam: Input should be less than or equal to 16")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#results .column")  # no stale results
+    beam.clear()
+
+
 def test_a_model_that_writes_several_languages_gets_a_language_picker(server, browser):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.select import Select
@@ -189,6 +231,37 @@ def test_the_page_asks_for_the_api_key_and_again_after_a_cancel_or_a_wrong_key(k
     wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#model-a option")) == 1)
     assert "1 model loaded" in browser.find_element(By.ID, "status").text
     assert not button.is_displayed()
+
+
+def test_translate_after_a_cancelled_prompt_asks_for_the_key_again(keyed, browser):
+    """With no models listed (the prompt was cancelled), Translate asks for the key again;
+    cancelled once more, it says a key is needed, not "done"; given, it translates."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    wait = WebDriverWait(browser, 60)
+    open_without_a_key(browser, keyed.url)
+    wait.until(expected_conditions.alert_is_present()).dismiss()
+    status = browser.find_element(By.ID, "status")
+    wait.until(lambda _: "needs its API key" in status.text)
+    browser.find_element(By.ID, "source").send_keys(SENTENCE)
+    browser.find_element(By.ID, "translate").click()
+    prompt = wait.until(expected_conditions.alert_is_present())
+    assert prompt.text == "This server needs its API key:"
+    prompt.dismiss()
+    wait.until(lambda _: "needs its API key" in status.text)
+    assert "done" not in status.text and not browser.find_elements(By.CSS_SELECTOR, ".column")
+    browser.find_element(By.ID, "translate").click()
+    prompt = wait.until(expected_conditions.alert_is_present())
+    prompt.send_keys(KEY)
+    prompt.accept()
+    wait.until(lambda _: "done" in status.text)
+    auth = {"Authorization": f"Bearer {KEY}"}
+    _, answer = keyed.translate([{"src": SENTENCE, "id": "demo"}], headers=auth)
+    shown = browser.find_element(By.CSS_SELECTOR, '.column[data-model="demo"] .translation')
+    assert shown.text == answer[0][0]["tgt"].strip()
+    assert not browser.find_element(By.ID, "enter-key").is_displayed()
 
 
 def test_the_api_docs_render_from_local_files(server, browser):
