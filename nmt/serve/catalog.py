@@ -62,7 +62,8 @@ class ServedModel:
             return f"this model writes {', '.join(languages)}: set tgt_lang to the one to write"
         if tgt_lang is not None and tgt_lang not in languages:
             if len(languages) == 1:
-                return f"this model writes only {languages[0]}: set tgt_lang to it, or leave it out"
+                only = languages[0]
+                return f"this model writes only {only}: set tgt_lang to {only}, or leave it out"
             return f"this model writes {', '.join(languages)} only: set tgt_lang to one of them"
         return None
 

@@ -111,11 +111,11 @@ def create_app(
     async def refused(request: Request, error: StarletteHTTPException) -> JSONResponse:
         """The router's 404 and 405 (plain "Not Found", "Method Not Allowed") say what is
         there instead; the routes' own details pass unchanged."""
-        detail = error.detail
+        detail, allowed = error.detail, (error.headers or {}).get("Allow")
         if error.status_code == 404 and detail == "Not Found":
             detail = f"no such route; this server has {ROUTES}"
-        elif error.status_code == 405:
-            detail = f"{request.method} is not allowed here; use {error.headers['Allow']}"
+        elif error.status_code == 405 and allowed:
+            detail = f"{request.method} is not allowed here; use {allowed}"
         return JSONResponse({"detail": detail}, error.status_code, headers=error.headers)
 
     @app.exception_handler(RequestValidationError)

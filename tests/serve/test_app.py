@@ -103,7 +103,7 @@ REFUSALS = {
         422,
         (
             ["body", 0, "tgt_lang"],
-            "this model writes only de: set tgt_lang to it, or leave it out",
+            "this model writes only de: set tgt_lang to de, or leave it out",
         ),
     ),
     "a lone surrogate": (
@@ -183,4 +183,8 @@ def test_a_route_that_is_not_there_names_those_that_are(refusing):
     assert refusing.request("POST", "/translator/models", []) == (
         405,
         {"detail": "POST is not allowed here; use GET"},
+    )
+    assert refusing.request("POST", "/static/app.js", []) == (
+        405,
+        {"detail": "POST is not allowed here; use GET, HEAD"},
     )
