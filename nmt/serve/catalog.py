@@ -19,7 +19,7 @@ import torch
 
 from nmt.config import DecodeConfig
 from nmt.errors import UserError
-from nmt.serve.api import MAX_BEAM
+from nmt.serve.api import MAX_BEAM, excerpt
 from nmt.translate.constraints import TextConstraints
 from nmt.translate.translator import AttentionMap, Translation, Translator
 
@@ -61,10 +61,11 @@ class ServedModel:
         if tgt_lang is None and len(languages) > 1:
             return f"this model writes {', '.join(languages)}: set tgt_lang to the one to write"
         if tgt_lang is not None and tgt_lang not in languages:
+            given = f"tgt_lang {excerpt(tgt_lang)!r}"
             if len(languages) == 1:
                 only = languages[0]
-                return f"this model writes only {only}: set tgt_lang to {only}, or leave it out"
-            return f"this model writes {', '.join(languages)} only: set tgt_lang to one of them"
+                return f"{given}: this model writes only {only}; set tgt_lang to {only} or omit it"
+            return f"{given}: this model writes {', '.join(languages)} only; set one of them"
         return None
 
     def describe(self) -> dict[str, Any]:

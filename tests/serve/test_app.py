@@ -96,14 +96,14 @@ REFUSALS = {
     "a tgt_lang the model does not write": (
         [{"src": "a", "id": "two-way", "tgt_lang": "fr"}],
         422,
-        (["body", 0, "tgt_lang"], "this model writes de, en only: set tgt_lang to one of them"),
+        (["body", 0, "tgt_lang"], "tgt_lang 'fr': this model writes de, en only; set one of them"),
     ),
     "a tgt_lang of a model that writes one": (
         [{"src": "a", "id": "demo", "tgt_lang": "fr"}],
         422,
         (
             ["body", 0, "tgt_lang"],
-            "this model writes only de: set tgt_lang to de, or leave it out",
+            "tgt_lang 'fr': this model writes only de; set tgt_lang to de or omit it",
         ),
     ),
     "a lone surrogate": (
