@@ -3,10 +3,17 @@ them (a malformed one gets 422 naming the field), and /docs is generated from th
 
 Unknown fields are refused rather than ignored, so a misspelt option (`nbest` for `n_best`)
 fails loudly instead of silently decoding with the defaults; types are strict, so `"yes"` is
-not a boolean and `"5"` not a beam size.
+not a boolean and `"5"` not a beam size. A 422 keeps pydantic's shape, `{"detail": [{type,
+loc, msg, input}]}`, but says of a long input only what it is (`error_details`): a huge body
+does not come back as a huge error.
 """
 
 from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 
@@ -58,7 +65,10 @@ class TranslateRequest(BaseModel):
             if src is not None:
                 src.encode("utf-8")
         except UnicodeEncodeError as error:
-            raise ValueError(f"not valid Unicode at character {error.start}") from None
+            raise ValueError(
+                f"not valid Unicode at character {error.start} (a lone surrogate, such as "
+                "\\ud800): send whole characters"
+            ) from None
         return src
 
 
@@ -71,7 +81,11 @@ class Attention(BaseModel):
 class TranslationOut(BaseModel):
     src: str
     tgt: str = Field(description="The translation, detokenized.")
-    pred_score: float = Field(description="Log-probability / ((5 + length) / 6) ** alpha.")
+    pred_score: float | None = Field(
+        description="Log-probability / ((5 + length) / 6) ** alpha; 0 for a blank src; null "
+        "(and tgt empty) for a rank the search found no translation for, when it found "
+        "fewer than n_best."
+    )
     n_best: int
     truncated: bool = Field(
         description="True when the source was cut at the model's decode.max_src_len subwords, "
@@ -110,3 +124,59 @@ class LimitsInfo(BaseModel):
 
 class Health(BaseModel):
     status: str
+
+
+MAX_ERRORS = 10  # a 422 lists the first ones: a list of 10,000 bad items is not 10,000 errors
+EXCERPT = 80  # characters of an input that an error echoes
+LOC_PART = 40  # characters of a name in an error's loc (an unknown field may be a long key)
+
+
+def error_details(errors: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """pydantic's errors, each input cut to an excerpt (`excerpt`), each unknown field's
+    message naming the fields there are; past MAX_ERRORS, one entry says how many more."""
+    details = []
+    for error in errors[:MAX_ERRORS]:
+        loc = tuple(
+            _cut(part, LOC_PART) if isinstance(part, str) else part for part in error["loc"]
+        )
+        detail = {**error, "loc": loc, "input": excerpt(error.get("input"))}
+        if error["type"] == "extra_forbidden":
+            detail["msg"] = _unknown_field(error["loc"])
+        details.append(detail)
+    if len(errors) > MAX_ERRORS:
+        more = len(errors) - MAX_ERRORS
+        summary = f"{_count(more, 'more error')} not shown; fix the ones above first"
+        details.append({"type": "more_errors", "loc": ("body",), "msg": summary, "input": None})
+    return details
+
+
+def excerpt(value: object) -> object:
+    """`value` as an error echoes it: itself when short; else a string's first EXCERPT
+    characters and its length, a list's length, an object's first keys."""
+    if isinstance(value, str):
+        return _cut(value, EXCERPT)
+    if isinstance(value, int) and abs(value) >= 10**EXCERPT:
+        return f"a number of {len(str(abs(value)))} digits"
+    if not isinstance(value, (list, dict)) or len(json.dumps(value, default=str)) <= EXCERPT:
+        return value
+    if isinstance(value, list):
+        return f"a list of {_count(len(value), 'item')}"
+    keys = ", ".join(_cut(str(key), LOC_PART) for key in list(value)[:5])
+    return f"an object of {_count(len(value), 'key')}: {keys}{', …' if len(value) > 5 else ''}"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+
+def _unknown_field(loc: Sequence[Any]) -> str:
+    """What to say of an unknown field at `loc` (body, index, [constraints,] name)."""
+    within = ConstraintsIn if len(loc) > 3 and loc[-2] == "constraints" else TranslateRequest
+    fields = list(within.model_fields)
+    close = difflib.get_close_matches(str(loc[-1]), fields, n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    return f"unknown field; {hint}the fields here are {', '.join(fields)}"

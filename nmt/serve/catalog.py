@@ -17,8 +17,10 @@ from typing import Any
 
 import torch
 
+from nmt.checkpoint import checkpoint_file
 from nmt.config import DecodeConfig
 from nmt.errors import UserError
+from nmt.serve.api import MAX_BEAM, excerpt
 from nmt.translate.constraints import TextConstraints
 from nmt.translate.results import AttentionMap, Translation
 from nmt.translate.translator import Translator
@@ -44,9 +46,29 @@ class ServedModel:
     quantize: str | None = None  # "int8": int8 Linear and recurrent layers; None: fp32
 
     def settings(self, beam: int | None = None, nbest: int | None = None) -> DecodeConfig:
-        """The checkpoint's decode settings with a request's options; ConfigError if invalid."""
-        given = {key: value for key, value in (("beam", beam), ("nbest", nbest)) if value}
-        return dataclasses.replace(self.translator.decode, **given)
+        """The checkpoint's decode settings with a request's beam and n_best (None: not
+        given); a ValueError, worded for the request, when n_best exceeds the beam."""
+        decode = self.translator.decode
+        beam, nbest = beam or decode.beam, nbest or decode.nbest
+        if nbest > beam and not decode.sample:  # a sampling model draws n_best, beam aside
+            raise ValueError(
+                f"n_best must be at most beam ({beam}), got {nbest}: ask for a larger beam "
+                f"(at most {MAX_BEAM}) or a smaller n_best"
+            )
+        return dataclasses.replace(decode, beam=beam, nbest=nbest)
+
+    def language_error(self, tgt_lang: str | None) -> str | None:
+        """Why a request cannot ask this model for `tgt_lang` (None: not given), or None."""
+        languages = self.translator.target_languages
+        if tgt_lang is None and len(languages) > 1:
+            return f"this model writes {', '.join(languages)}: set tgt_lang to the one to write"
+        if tgt_lang is not None and tgt_lang not in languages:
+            given = f"tgt_lang {excerpt(tgt_lang)!r}"
+            if len(languages) == 1:
+                only = languages[0]
+                return f"{given}: this model writes only {only}; set tgt_lang to {only} or omit it"
+            return f"{given}: this model writes {', '.join(languages)} only; set one of them"
+        return None
 
     def describe(self) -> dict[str, Any]:
         """What GET /translator/models says about this model (no file paths)."""
@@ -77,8 +99,9 @@ class ServedModel:
 
 
 def parse_spec(spec: str) -> tuple[str | None, Path]:
-    """'PATH' -> (None, PATH); 'ID=PATH' -> (ID, PATH), unless PATH itself names a file."""
-    if "=" not in spec or Path(spec).is_file():
+    """'PATH' -> (None, PATH); 'ID=PATH' -> (ID, PATH), unless PATH itself names a file or a
+    run directory."""
+    if "=" not in spec or Path(spec).exists():
         return None, Path(spec)
     model_id, _, path = spec.partition("=")
     if not MODEL_ID.fullmatch(model_id) or not path:
@@ -99,10 +122,8 @@ def load_models(
     """Loads every checkpoint (as `nmt translate` does, `quantize` "int8" as with
     `--quantize int8`, `decode` replacing its decode settings as `--max-src-len` and
     `--no-repeat-ngram` do) under its id; ids must be unique."""
-    parsed = [parse_spec(spec) for spec in specs]
-    for _, path in parsed:  # every name is checked before the slow loading starts
-        if not path.is_file():
-            raise UserError(f"checkpoint {path} does not exist.")
+    # every name is checked before the slow loading starts; a run directory gives its best.pt
+    parsed = [(model_id, checkpoint_file(path)) for model_id, path in map(parse_spec, specs)]
     models: dict[str, ServedModel] = {}
     sources: dict[str, Path] = {}
     for model_id, path in parsed:
@@ -146,8 +167,13 @@ def translate_items(
 
 
 def answers(item: Item, translation: Translation, nbest: int) -> list[dict]:
-    """The OpenNMT-py fields (src, tgt, pred_score, n_best), then ours. pred_score is the
-    normalised score that ranked the candidate; a blank line gives blank text, score 0."""
+    """`nbest` answers, best first: the OpenNMT-py fields (src, tgt, pred_score, n_best), then
+    ours. pred_score is the normalised score that ranked the candidate. A blank line gives
+    blank text, score 0. The search may find fewer than `nbest` (a tiny vocabulary, every
+    continuation banned): the ranks it left empty get blank text and score None, so that
+    the answer, laid out by rank, has every rank for every input."""
+    if not translation.src_ids:
+        return [_empty(item, nbest, False, 0.0) for _ in range(nbest)]
     result = []
     for candidate in translation.nbest:
         answer = {
@@ -164,15 +190,24 @@ def answers(item: Item, translation: Translation, nbest: int) -> list[dict]:
         if item.constraints is not None:
             answer["constraints_met"] = candidate.constraints_met
         result.append(answer)
-    if not result:
-        blank = {"src": item.src, "tgt": "", "pred_score": 0.0, "n_best": nbest}
-        blank["truncated"] = False
-        if item.alignments:
-            blank["align"] = ""
-        if item.attention:
-            blank["attention"] = {"src_tokens": [], "tgt_tokens": [], "weights": []}
-        result = [dict(blank) for _ in range(nbest)]
-    return result
+    missing = nbest - len(result)
+    return result + [_empty(item, nbest, translation.truncated, None) for _ in range(missing)]
+
+
+def _empty(item: Item, nbest: int, truncated: bool, score: float | None) -> dict:
+    """An answer without a translation: blank text, empty alignment and attention."""
+    answer = {
+        "src": item.src,
+        "tgt": "",
+        "pred_score": score,
+        "n_best": nbest,
+        "truncated": truncated,
+    }
+    if item.alignments:
+        answer["align"] = ""
+    if item.attention:
+        answer["attention"] = {"src_tokens": [], "tgt_tokens": [], "weights": []}
+    return answer
 
 
 def attention_json(attention: AttentionMap) -> dict:

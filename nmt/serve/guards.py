@@ -1,6 +1,6 @@
 """What every request passes before a route sees it: the API key, then the body's size and
-encoding. Plain ASGI middleware, so they cover every route alike (/docs too)
-and refuse a request before its body is parsed.
+encoding. Plain ASGI middleware, so they cover every route alike and refuse a request before
+its body is parsed.
 """
 
 from __future__ import annotations
@@ -12,14 +12,16 @@ from typing import Any
 from starlette.responses import JSONResponse
 
 Scope = dict[str, Any]
-# Load balancers probe health without a key; the page's own files hold no data, so a browser
-# can open the page, which then asks for the key the API calls need.
-PUBLIC_PATHS = frozenset({"/translator/health", "/"})
+# Load balancers probe health without a key. The page, the API docs and their files hold no
+# data, so a browser can open them; the page then asks for the key the API calls need, and
+# Swagger UI offers "Authorize" (declare_bearer).
+PUBLIC_PATHS = frozenset({"/translator/health", "/", "/docs", "/openapi.json"})
 PUBLIC_PREFIXES = ("/static/",)
+BEARER = "apiKey"  # the security scheme's name in the OpenAPI schema
 
 
 class ApiKeyGuard:
-    """Every route but health and the page's files needs `Authorization: Bearer KEY`; 401
+    """Every route but health, the page and the docs needs `Authorization: Bearer KEY`; 401
     otherwise.
 
     Both sides are hashed before the constant-time comparison, so neither the time taken nor
@@ -48,6 +50,19 @@ class ApiKeyGuard:
         scheme, _, token = header.partition(b" ")
         given = hashlib.sha256(token.strip()).digest()
         return scheme.lower() == b"bearer" and hmac.compare_digest(given, self.digest)
+
+
+def declare_bearer(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` (OpenAPI, changed in place) with the key as an HTTP bearer scheme that every
+    operation the guard covers requires: Swagger UI then shows "Authorize", and "Try it out"
+    sends `Authorization: Bearer KEY`."""
+    scheme = {"type": "http", "scheme": "bearer", "description": "The server's --api-key."}
+    schema.setdefault("components", {})["securitySchemes"] = {BEARER: scheme}
+    for path, operations in schema["paths"].items():
+        if path not in PUBLIC_PATHS:
+            for operation in operations.values():
+                operation["security"] = [{BEARER: []}]
+    return schema
 
 
 class BodyGuard:
@@ -83,7 +98,10 @@ class BodyGuard:
             body.decode("utf-8")
         except UnicodeDecodeError as error:
             response = JSONResponse(
-                {"detail": f"the body is not UTF-8 (byte {error.start}: {error.reason})"},
+                {
+                    "detail": f"the body is not UTF-8 (byte {error.start}: {error.reason}); "
+                    "send it encoded as UTF-8"
+                },
                 status_code=400,
             )
             await response(scope, receive, send)
@@ -93,7 +111,10 @@ class BodyGuard:
         await self.app(scope, _replay(bytes(body), receive), send)
 
     async def _too_large(self, scope: Scope, receive: Any, send: Any) -> None:
-        detail = f"the body is larger than this server's limit of {self.limit} bytes"
+        detail = (
+            f"the body is larger than this server's limit of {self.limit} bytes "
+            "(--max-body-kib): send fewer or shorter sentences per request"
+        )
         await JSONResponse({"detail": detail}, status_code=413)(scope, receive, send)
 
 

@@ -7,7 +7,9 @@ inner by input. `GET /translator/limits` tells clients (the page) how many sente
 request may hold. Requests are checked by pydantic (422 naming the field), then decoded in
 shared batches, one per core, each on one torch thread (nmt/serve/microbatch.py). The page
 at `/` is static files that call the same API; `/docs` is Swagger UI, served from local files
-with relative URLs, so it works offline and behind a path prefix.
+with relative URLs, so it works offline and behind a path prefix. Behind `--api-key` the page
+and the docs stay public (they hold no data); the schema then declares the key as a bearer
+scheme, so Swagger UI's "Authorize" sends it.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from nmt.config import ConfigError
 from nmt.cores import available_cores
 from nmt.errors import UserError
 from nmt.serve.api import (
@@ -42,15 +44,21 @@ from nmt.serve.api import (
     ModelInfo,
     TranslateRequest,
     TranslationOut,
+    error_details,
+    excerpt,
 )
 from nmt.serve.catalog import Item, ServedModel, load_models, translate_items
-from nmt.serve.guards import ApiKeyGuard, BodyGuard
+from nmt.serve.guards import ApiKeyGuard, BodyGuard, declare_bearer
 from nmt.serve.microbatch import MicroBatcher
 from nmt.translate.constraints import ConstraintError, parse_constraints
 from nmt.translate.parallel import one_torch_thread
 
 STATIC = Path(__file__).parent / "static"
 SWAGGER_UI = Path(fastapi_offline.__file__).parent / "static"  # Swagger UI's own files
+ROUTES = (
+    "POST /translator/translate; GET /translator/models, /translator/limits and "
+    "/translator/health; the page at / and the API docs at /docs"
+)
 PAGE_HEADERS = {  # the page runs only its own files: no inline or third-party script
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'",
     "X-Content-Type-Options": "nosniff",
@@ -100,9 +108,20 @@ def create_app(
         redoc_url=None,
     )
 
+    @app.exception_handler(StarletteHTTPException)
+    async def refused(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        """The router's 404 and 405 (plain "Not Found", "Method Not Allowed") say what is
+        there instead; the routes' own details pass unchanged."""
+        detail, allowed = error.detail, (error.headers or {}).get("Allow")
+        if error.status_code == 404 and detail == "Not Found":
+            detail = f"no such route; this server has {ROUTES}"
+        elif error.status_code == 405 and allowed:
+            detail = f"{request.method} is not allowed here; use {allowed}"
+        return JSONResponse({"detail": detail}, error.status_code, headers=error.headers)
+
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, error: RequestValidationError) -> JSONResponse:
-        return _AsciiJSONResponse({"detail": jsonable_encoder(error.errors())}, 422)
+        return _AsciiJSONResponse({"detail": jsonable_encoder(error_details(error.errors()))}, 422)
 
     @app.post(
         "/translator/translate",
@@ -169,6 +188,14 @@ def create_app(
     app.add_middleware(BodyGuard, limit=limits.max_body_bytes)
     if api_key:
         app.add_middleware(ApiKeyGuard, api_key=api_key)  # added last: runs first
+        build = app.openapi
+
+        def openapi() -> dict:
+            if app.openapi_schema is None:  # build() keeps what it builds there
+                declare_bearer(build())
+            return app.openapi_schema
+
+        app.openapi = openapi
     return app
 
 
@@ -186,20 +213,24 @@ def _plan(
         model = models.get(str(request.id))
         if model is None:
             known = ", ".join(repr(name) for name in models)
-            raise HTTPException(404, f"unknown model id {request.id!r}; this server has: {known}")
+            raise HTTPException(
+                404,
+                f"unknown model id {excerpt(request.id)!r}: set id to one this server has, "
+                f"{known} (GET /translator/models)",
+            )
         try:
             decode = model.settings(request.beam, request.n_best)
-        except ConfigError as error:
-            field = "n_best" if error.path == "nbest" else error.path
-            raise _invalid(index, field, error.detail, getattr(request, field, None)) from None
+        except ValueError as error:
+            raise _invalid(index, "n_best", str(error), request.n_best) from None
         if nbest is not None and decode.nbest != nbest:
-            detail = f"all inputs of a request need the same n_best; earlier ones have {nbest}"
+            detail = (
+                f"all inputs of a request need the same n_best; earlier ones have {nbest}: "
+                f"give this one n_best {nbest} too, or send it in another request"
+            )
             raise _invalid(index, "n_best", detail, request.n_best)
         nbest = decode.nbest
-        try:
-            model.translator.towards(request.tgt_lang)
-        except UserError as error:
-            raise _invalid(index, "tgt_lang", str(error), request.tgt_lang) from None
+        if problem := model.language_error(request.tgt_lang):
+            raise _invalid(index, "tgt_lang", problem, request.tgt_lang)
         wanted = request.constraints.model_dump() if request.constraints is not None else None
         try:
             model.translator.check_constraints(
@@ -220,8 +251,8 @@ def _plan(
 
 
 class _AsciiJSONResponse(JSONResponse):
-    """A 422 echoes the input, which may hold lone surrogates (from JSON's \\ud800 escapes)
-    that UTF-8 cannot encode: escaping everything keeps such an answer well-formed."""
+    """A 422 echoes (an excerpt of) the input, which may hold lone surrogates (from JSON's
+    \\ud800 escapes) that UTF-8 cannot encode: escaping everything keeps it well-formed."""
 
     def render(self, content: object) -> bytes:
         return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
@@ -319,5 +350,5 @@ def exposure_warning(host: str, api_key: str | None) -> str | None:
         return None
     return (
         f"warning: serving on {host} without --api-key: anyone who can reach this port can "
-        "use the models. Set --api-key, or bind 127.0.0.1 behind a reverse proxy."
+        "use the models. Set --api-key, or serve on --host 127.0.0.1 behind a reverse proxy."
     )

@@ -26,8 +26,8 @@ from nmt.translate.constraints import (
     parse_constraints,
 )
 from nmt.translate.decoding import search_batch
-from nmt.translate.pair_scores import Target, score_pairs
 from nmt.translate.loading import PathLike, decode_settings, load_model, tokenizer_towards
+from nmt.translate.pair_scores import Target, score_pairs
 from nmt.translate.pipeline import CHUNK_LINES, Wanted, per_sentence, translate_stream
 from nmt.translate.results import PairScore, Translation
 

@@ -1,4 +1,5 @@
-"""Running `nmt serve` for tests: a real process on a free loopback port, always stopped."""
+"""Running `nmt serve` for tests on a free loopback port, always stopped: as a real process,
+or (to patch what it serves) its app in a thread of the test's own process."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -18,10 +21,8 @@ from pathlib import Path
 
 
 @dataclass
-class Server:
+class Client:
     url: str
-    process: subprocess.Popen
-    log: Path
 
     def request(self, method, path, body=None, headers=None, timeout=60):
         """(status, decoded JSON or text); `body` is bytes as given, or JSON-encoded."""
@@ -39,6 +40,12 @@ class Server:
 
     def translate(self, items, **kwargs):
         return self.request("POST", "/translator/translate", items, **kwargs)
+
+
+@dataclass
+class Server(Client):
+    process: subprocess.Popen
+    log: Path
 
     def stop(self, timeout: float = 60) -> int:
         """SIGTERM, as a service manager stops it; the exit status."""
@@ -71,7 +78,28 @@ def running_server(log: Path, *args) -> Iterator[Server]:
             process.wait()
 
 
-def _healthy(server: Server) -> bool:
+@contextlib.contextmanager
+def serving_app(app) -> Iterator[Client]:
+    """`app` (from create_app) served by uvicorn in a thread of this process."""
+    import uvicorn
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]})
+    thread.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.05)
+        yield Client(f"http://127.0.0.1:{listener.getsockname()[1]}")
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
+        listener.close()
+
+
+def _healthy(server: Client) -> bool:
     try:
         return server.request("GET", "/translator/health", timeout=5)[0] == 200
     except OSError:  # refused or timed out: not up yet

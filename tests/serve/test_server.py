@@ -120,6 +120,9 @@ def test_the_docs_page_needs_nothing_from_elsewhere_and_only_relative_urls(serve
         assert server.request("GET", "/" + url)[0] == 200, url
     status, schema = server.request("GET", "/openapi.json")
     assert {"/translator/translate", "/translator/limits"} <= set(schema["paths"])
+    # without --api-key nothing to authorize: Swagger UI shows no "Authorize"
+    assert "securitySchemes" not in schema["components"]
+    assert not [op for ops in schema["paths"].values() for op in ops.values() if "security" in op]
 
 
 def test_32_concurrent_clients_each_get_their_own_translations(server, expected):
@@ -212,6 +215,11 @@ BAD_INPUTS = {
     "not UTF-8": (b'[{"src": "caf\xe9", "id": "demo"}]', 400, None),
     "lone surrogate": (b'[{"src": "\\ud800", "id": "demo"}]', 422, ["body", 0, "src"]),
     "unknown model": ([{"src": "a", "id": "nope"}], 404, None),
+    "unknown target language": (
+        [{"src": "a", "id": "demo", "tgt_lang": "fr"}],
+        422,
+        ["body", 0, "tgt_lang"],
+    ),
     "unknown constraints field": (
         [{"src": "a", "id": "demo", "constraints": {"must": ["x"]}}],
         422,
@@ -250,6 +258,79 @@ def test_bad_input_gets_a_clear_answer_and_harms_nothing(server, case):
     if case == "unknown model":
         assert "'demo', 'other', '100'" in answer["detail"]
     assert server.translate([{"src": "a dog", "id": "demo", "beam": 1}])[0] == 200
+
+
+HUGE = "dog " * 15_000  # 60,000 characters: under the server's 64 KiB limit on a body
+CUT = HUGE[:80] + "… (60000 characters)"
+
+
+def test_a_422_says_what_a_huge_input_is_instead_of_echoing_it(server):
+    """Each error keeps pydantic's shape and names the field and the problem, but a long
+    input comes back as an excerpt: the answer stays small whatever was sent."""
+    cases = [  # (body, the error it gets)
+        (
+            {"src": HUGE, "id": "demo"},
+            ("list_type", ["body"], "Input should be a valid list", "an object of 2 keys: src, id"),
+        ),
+        (
+            [{"src": ["a"] * 10_000, "id": "demo"}],
+            (
+                "string_type",
+                ["body", 0, "src"],
+                "Input should be a valid string",
+                "a list of 10000 items",
+            ),
+        ),
+        (
+            [{"src": "a", "id": "demo", "beam": HUGE}],
+            ("int_type", ["body", 0, "beam"], "Input should be a valid integer", CUT),
+        ),
+        (
+            [{"src": "a", "id": "demo", "tgt_lang": HUGE}],
+            (
+                "value_error",
+                ["body", 0, "tgt_lang"],
+                f"tgt_lang '{CUT}': this model writes only de; set tgt_lang to de or omit it",
+                CUT,
+            ),
+        ),
+    ]
+    for body, (kind, loc, msg, shown) in cases:
+        status, answer = server.translate(body)
+        assert status == 422
+        assert answer == {"detail": [{"type": kind, "loc": loc, "msg": msg, "input": shown}]}
+        assert len(json.dumps(answer, separators=(",", ":"))) < 2048
+
+    status, answer = server.translate([{"src": "a", "id": "demo", HUGE: 1}])  # unknown field
+    ((error,),) = answer.values()
+    assert (status, error["loc"]) == (422, ["body", 0, HUGE[:40] + "… (60000 characters)"])
+    assert error["msg"].startswith("unknown field; the fields here are src, id, beam, n_best,")
+
+    prefix = "der hund " * 6000  # too long for the sentence: the server's own 422
+    status, answer = server.translate([{"src": "a", "id": "demo", "prefix": prefix}])
+    ((error,),) = answer.values()
+    assert (status, error["loc"]) == (422, ["body", 0, "prefix"])
+    assert error["input"] == prefix[:80] + "… (54000 characters)"
+    assert len(json.dumps(answer)) < 2048
+
+    status, answer = server.translate([{"src": "a", "id": HUGE}])
+    assert status == 404
+    assert answer["detail"].startswith(f"unknown model id '{CUT}': set id to one this server has")
+
+
+def test_a_422_lists_the_first_ten_errors_and_counts_the_others(server):
+    status, answer = server.translate([{"src": "a"}] * 3000)  # every item lacks its id
+    assert status == 422
+    missing = {"type": "missing", "msg": "Field required", "input": {"src": "a"}}
+    assert answer["detail"] == [
+        *({**missing, "loc": ["body", index, "id"]} for index in range(10)),
+        {
+            "type": "more_errors",
+            "loc": ["body"],
+            "msg": "2990 more errors not shown; fix the ones above first",
+            "input": None,
+        },
+    ]
 
 
 def test_constraints_and_prefixes_reach_the_search(server):
@@ -308,10 +389,24 @@ def test_api_key_guards_every_route_but_health_and_sigterm_finishes_requests(che
         auth = {"Authorization": f"Bearer {key}"}
         item = [{"src": SENTENCES[0], "id": "demo", "beam": 1}]
         assert s.request("GET", "/translator/health")[0] == 200
-        for path in ("/docs", "/openapi.json", "/translator/models", "/translator/limits"):
+        for path in ("/translator/models", "/translator/limits"):
             assert s.request("GET", path)[0] == 401, path
-        for path in ("/", "/static/app.js", "/static/docs/swagger-ui.css"):  # files, no data
+        public = ("/", "/static/app.js", "/docs", "/openapi.json", "/static/docs/swagger-ui.css")
+        for path in public:  # the page, the docs and their files: no data
             assert s.request("GET", path)[0] == 200, path
+        status, schema = s.request("GET", "/openapi.json")
+        bearer = {"type": "http", "scheme": "bearer", "description": "The server's --api-key."}
+        assert schema["components"]["securitySchemes"] == {"apiKey": bearer}
+        required = {
+            path: [operation.get("security") for operation in operations.values()]
+            for path, operations in schema["paths"].items()
+        }
+        assert required == {
+            "/translator/translate": [[{"apiKey": []}]],
+            "/translator/models": [[{"apiKey": []}]],
+            "/translator/limits": [[{"apiKey": []}]],
+            "/translator/health": [None],
+        }
         status, answer = s.translate(item)
         assert status == 401 and "Bearer" in answer["detail"]
         assert s.translate(item, headers={"Authorization": "Bearer wrong"})[0] == 401

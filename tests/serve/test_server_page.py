@@ -4,6 +4,7 @@ CI always runs it (`make test` installs chromium when it is missing); elsewhere 
 saying why, only when no browser or driver is found.
 """
 
+import json
 import os
 import shutil
 
@@ -17,6 +18,7 @@ DRIVER = shutil.which("chromedriver")
 SENTENCE = "the small dog sees a bird."
 # five lines: more than the server's --max-sentences 2, so the page sends three requests
 LINES = [SENTENCE, "the dog sees the cat.", "we sleep.", "a very small bird has slept.", "I run."]
+KEY = "page-key"
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +34,17 @@ def server(tmp_path_factory, corpus_dir, tokenizer):
     ]
     checkpoints = [f"--checkpoint={spec}" for spec in specs]
     with running_server(directory / "server.log", *checkpoints, "--max-sentences", 2) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory, corpus_dir, tokenizer):
+    """A server started with --api-key KEY."""
+    directory = tmp_path_factory.mktemp("keyed")
+    checkpoint = write_checkpoint(directory / "demo.pt", tiny_experiment(corpus_dir), tokenizer)
+    with running_server(
+        directory / "server.log", "--checkpoint", f"demo={checkpoint}", "--api-key", KEY
+    ) as s:
         yield s
 
 
@@ -111,6 +124,48 @@ def test_the_page_translates_and_draws_the_attention(server, browser, tmp_path):
     browser.save_screenshot(str(tmp_path / "page.png"))
 
 
+def test_each_translation_is_shown_beside_its_source_and_an_error_clears_them(server, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.select import Select
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    wait = WebDriverWait(browser, 60)
+    browser.get(server.url + "/")
+    wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#model-a option")) == 3)
+    Select(browser.find_element(By.ID, "model-a")).select_by_value("additive")
+    source = browser.find_element(By.ID, "source")
+    source.clear()
+    source.send_keys("\n".join(LINES))
+    browser.find_element(By.ID, "translate").click()
+    wait.until(lambda b: "done" in b.find_element(By.ID, "status").text)
+    expected = []  # in requests of two, as the page sends them
+    for start in range(0, len(LINES), 2):
+        items = [{"src": line, "id": "additive"} for line in LINES[start : start + 2]]
+        status, answer = server.translate(items)
+        assert status == 200
+        expected += [best["tgt"].strip() for best in answer[0]]
+    rows = browser.find_elements(By.CSS_SELECTOR, '.column[data-model="additive"] .sentence')
+    shown = [
+        (
+            [label.text for label in row.find_elements(By.CSS_SELECTOR, ".label")],
+            row.find_element(By.CSS_SELECTOR, ".source").text,
+            row.find_element(By.CSS_SELECTOR, ".translation").text,
+        )
+        for row in rows
+    ]
+    labels = ["SOURCE", "TRANSLATION"]  # as CSS capitalises them
+    assert shown == [(labels, *row) for row in zip(LINES, expected, strict=True)]
+
+    beam = browser.find_element(By.ID, "beam")
+    beam.send_keys("99")  # above the server's max_beam: every request is refused
+    browser.find_element(By.ID, "translate").click()
+    status = browser.find_element(By.ID, "status")
+    wait.until(lambda _: "error" in status.get_attribute("class"))
+    assert status.text.startswith("422: body.0.beam: Input should be less than or equal to 16")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#results .column")  # no stale results
+    beam.clear()
+
+
 def test_a_model_that_writes_several_languages_gets_a_language_picker(server, browser):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.select import Select
@@ -143,9 +198,14 @@ def test_a_model_that_writes_several_languages_gets_a_language_picker(server, br
     assert not picker.is_displayed()
 
 
-def test_the_page_asks_for_the_api_key_and_again_after_a_cancel_or_a_wrong_key(
-    tmp_path, tiny_config, tokenizer, browser
-):
+def open_without_a_key(browser, url):
+    """Opens the page at `url` as a new tab would: without a key kept from an earlier test."""
+    browser.get(url + "/static/style.css")  # the same origin, which holds sessionStorage
+    browser.execute_script("sessionStorage.clear()")
+    browser.get(url + "/")
+
+
+def test_the_page_asks_for_the_api_key_and_again_after_a_cancel_or_a_wrong_key(keyed, browser):
     """Behind --api-key the page still loads; its first API call gets 401, so it asks for the
     key. Cancelled, it says what to do and offers to ask again; a wrong key is asked again at
     once; with the right one the models load."""
@@ -153,29 +213,55 @@ def test_the_page_asks_for_the_api_key_and_again_after_a_cancel_or_a_wrong_key(
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.wait import WebDriverWait
 
-    checkpoint = write_checkpoint(tmp_path / "demo.pt", tiny_config, tokenizer)
-    key = "page-key"
-    with running_server(
-        tmp_path / "log", "--checkpoint", f"demo={checkpoint}", "--api-key", key
-    ) as s:
-        wait = WebDriverWait(browser, 60)
-        browser.get(s.url + "/")
+    wait = WebDriverWait(browser, 60)
+    open_without_a_key(browser, keyed.url)
+    prompt = wait.until(expected_conditions.alert_is_present())
+    assert "API key" in prompt.text
+    prompt.dismiss()
+    button = browser.find_element(By.ID, "enter-key")
+    wait.until(lambda _: button.is_displayed())
+    assert "needs its API key" in browser.find_element(By.ID, "status").text
+    assert not browser.find_elements(By.CSS_SELECTOR, "#model-a option")
+    button.click()
+    for answer, question in (("wrong-key", "needs its API key"), (KEY, "was refused")):
         prompt = wait.until(expected_conditions.alert_is_present())
-        assert "API key" in prompt.text
-        prompt.dismiss()
-        button = browser.find_element(By.ID, "enter-key")
-        wait.until(lambda _: button.is_displayed())
-        assert "needs its API key" in browser.find_element(By.ID, "status").text
-        assert not browser.find_elements(By.CSS_SELECTOR, "#model-a option")
-        button.click()
-        for answer, question in (("wrong-key", "needs its API key"), (key, "was refused")):
-            prompt = wait.until(expected_conditions.alert_is_present())
-            assert question in prompt.text
-            prompt.send_keys(answer)
-            prompt.accept()
-        wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#model-a option")) == 1)
-        assert "1 model loaded" in browser.find_element(By.ID, "status").text
-        assert not button.is_displayed()
+        assert question in prompt.text
+        prompt.send_keys(answer)
+        prompt.accept()
+    wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#model-a option")) == 1)
+    assert "1 model loaded" in browser.find_element(By.ID, "status").text
+    assert not button.is_displayed()
+
+
+def test_translate_after_a_cancelled_prompt_asks_for_the_key_again(keyed, browser):
+    """With no models listed (the prompt was cancelled), Translate asks for the key again;
+    cancelled once more, it says a key is needed, not "done"; given, it translates."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    wait = WebDriverWait(browser, 60)
+    open_without_a_key(browser, keyed.url)
+    wait.until(expected_conditions.alert_is_present()).dismiss()
+    status = browser.find_element(By.ID, "status")
+    wait.until(lambda _: "needs its API key" in status.text)
+    browser.find_element(By.ID, "source").send_keys(SENTENCE)
+    browser.find_element(By.ID, "translate").click()
+    prompt = wait.until(expected_conditions.alert_is_present())
+    assert prompt.text == "This server needs its API key:"
+    prompt.dismiss()
+    wait.until(lambda _: "needs its API key" in status.text)
+    assert "done" not in status.text and not browser.find_elements(By.CSS_SELECTOR, ".column")
+    browser.find_element(By.ID, "translate").click()
+    prompt = wait.until(expected_conditions.alert_is_present())
+    prompt.send_keys(KEY)
+    prompt.accept()
+    wait.until(lambda _: "done" in status.text)
+    auth = {"Authorization": f"Bearer {KEY}"}
+    _, answer = keyed.translate([{"src": SENTENCE, "id": "demo"}], headers=auth)
+    shown = browser.find_element(By.CSS_SELECTOR, '.column[data-model="demo"] .translation')
+    assert shown.text == answer[0][0]["tgt"].strip()
+    assert not browser.find_element(By.ID, "enter-key").is_displayed()
 
 
 def test_the_api_docs_render_from_local_files(server, browser):
@@ -190,3 +276,31 @@ def test_the_api_docs_render_from_local_files(server, browser):
     shown = {path.text.replace("\u200b", "") for path in paths}
     assert {"/translator/translate", "/translator/models", "/translator/limits"} <= shown
     assert browser.find_element(By.CSS_SELECTOR, ".info .title").text.startswith("nmt")
+    assert not browser.find_elements(By.CSS_SELECTOR, ".btn.authorize")  # no key to give
+
+
+def test_the_api_docs_behind_a_key_open_and_try_it_out_with_the_key(keyed, browser):
+    """Swagger UI loads without the key; its "Authorize" takes it, and "Try it out" sends it
+    as a bearer token."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    browser.get(keyed.url + "/docs")
+    wait = WebDriverWait(browser, 60)
+    wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, ".btn.authorize"))[0].click()
+    browser.find_element(By.ID, "auth-bearer-value").send_keys(KEY)
+    browser.find_element(By.CSS_SELECTOR, ".auth-btn-wrapper button.authorize").click()
+    browser.find_element(By.CSS_SELECTOR, ".auth-btn-wrapper button.btn-done").click()
+    limits = browser.find_element(By.ID, "operations-default-list_limits_translator_limits_get")
+    limits.find_element(By.CSS_SELECTOR, ".opblock-summary").click()
+    wait.until(lambda _: limits.find_elements(By.CSS_SELECTOR, ".try-out__btn"))[0].click()
+    limits.find_element(By.CSS_SELECTOR, ".execute").click()
+    answered = ".live-responses-table .response"  # the row below the table's heading
+    status = wait.until(lambda _: limits.find_elements(By.CSS_SELECTOR, answered))[0]
+    assert status.find_element(By.CSS_SELECTOR, ".response-col_status").text == "200"
+    curl = limits.find_element(By.CSS_SELECTOR, ".curl-command").text
+    assert f"-H 'Authorization: Bearer {KEY}'" in curl
+    body = status.find_element(By.CSS_SELECTOR, ".response-col_description pre")
+    auth = {"Authorization": f"Bearer {KEY}"}
+    expected = keyed.request("GET", "/translator/limits", headers=auth)
+    assert (200, json.loads(body.text)) == expected

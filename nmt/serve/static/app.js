@@ -118,13 +118,17 @@ function optionsFor(id, options) {
 }
 
 async function translate() {
+  // An earlier request's results must not stay under this one's error.
+  $("results").replaceChildren();
   const lines = $("source").value.split("\n").map((l) => l.trim()).filter((l) => l);
   if (!lines.length) return setStatus("Type a sentence first.", true);
-  const ids = [$("model-a").value, $("model-b").value].filter((id) => id);
-  const beam = parseInt($("beam").value, 10);
   $("translate").disabled = true;
-  setStatus("translating…");
   try {
+    // No models yet: the key was missing or refused, so listing them asks for it again.
+    if (!$("model-a").options.length) await loadModels();
+    const ids = [$("model-a").value, $("model-b").value].filter((id) => id);
+    const beam = parseInt($("beam").value, 10);
+    setStatus("translating…");
     const started = performance.now();
     const options = beam > 0 ? { beam } : {};
     const best = await Promise.all(
@@ -163,8 +167,12 @@ function column(modelId, best) {
   node.append(sentences, view);
   best.forEach((answer, index) => {
     const row = element("div", "sentence");
-    row.append(element("div", "translation", answer.tgt));
-    const meta = element("div", "meta", `score ${answer.pred_score.toFixed(3)}`);
+    row.append(labelled("source", "source", answer.src),
+      labelled("translation", "translation", answer.tgt));
+    // pred_score null: the search found no translation for this line
+    const score = answer.pred_score === null ? "no translation found"
+      : `score ${answer.pred_score.toFixed(3)}`;
+    const meta = element("div", "meta", `line ${index + 1} · ${score}`);
     if (answer.truncated) meta.append(element("span", "cut", " · source cut to the model's limit"));
     row.append(meta);
     row.addEventListener("click", () => select(index));
@@ -173,10 +181,19 @@ function column(modelId, best) {
   function select(index) {
     sentences.querySelectorAll(".sentence").forEach((row, i) =>
       row.classList.toggle("selected", i === index));
-    showAttention(view, best[index].attention);
+    const attention = best[index].attention;
+    if (attention.tgt_tokens.length) showAttention(view, attention);
+    else view.replaceChildren();
   }
   if (best.length) select(0);
   return node;
+}
+
+// One line of a result: a label ("source", "translation") beside the text.
+function labelled(label, className, text) {
+  const line = element("div", "line");
+  line.append(element("span", "label", label), element("span", className, text));
+  return line;
 }
 
 function showAttention(view, attention) {
@@ -292,7 +309,8 @@ function hideTooltip() {
 }
 
 function keyNeeded() {
-  setStatus("This server needs its API key (ask whoever runs it); then press Enter API key.", true);
+  setStatus("This server needs its API key (ask whoever runs it); then press Enter API key "
+    + "or Translate.", true);
   $("enter-key").hidden = false;
 }
 
