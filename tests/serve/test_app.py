@@ -8,6 +8,7 @@ from serving import serving_app
 from conftest import make_translator, tiny_experiment, two_way_tokenizer
 from nmt.serve.catalog import ServedModel
 from nmt.serve.server import Limits, create_app
+from nmt.translate import translator as translator_module
 
 SENTENCES = ["the dog sees the cat.", "we sleep because a very small bird has slept."]
 
@@ -15,8 +16,11 @@ SENTENCES = ["the dog sees the cat.", "we sleep because a very small bird has sl
 def test_ranks_the_search_left_empty_are_padded_and_say_so(monkeypatch, tiny_config, tokenizer):
     translator = make_translator(tiny_config, tokenizer)
     found = translator.translate(SENTENCES, beam=3, nbest=3, alignments=True)
-    search = translator._search  # one hypothesis per sentence, as a tiny vocabulary may leave
-    monkeypatch.setattr(translator, "_search", lambda *args: [h[:1] for h in search(*args)])
+    search = translator_module.search_batch  # one hypothesis per sentence, as a tiny
+    # vocabulary may leave
+    monkeypatch.setattr(
+        translator_module, "search_batch", lambda *args: [h[:1] for h in search(*args)]
+    )
     app = create_app({"demo": ServedModel("demo", translator)}, workers=1)
     options = {"id": "demo", "beam": 3, "n_best": 3, "alignments": True}
     items = [{"src": src, **options} for src in SENTENCES]
