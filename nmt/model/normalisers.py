@@ -35,6 +35,8 @@ import entmax
 import torch
 from torch import nn
 
+from nmt.config import AttentionConfig
+
 
 def fill_padding(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     """scores with -inf where mask is False (None: unchanged)."""
@@ -151,3 +153,16 @@ def set_hard_temperature(model: nn.Module, temperature: float) -> None:
     for module in model.modules():
         if isinstance(module, HardAttention):
             module.temperature = temperature
+
+
+def anneal_hard_attention(model: nn.Module, attention: AttentionConfig, step: int) -> None:
+    """Hard attention's Gumbel-softmax temperature at training step `step`, a function of
+    the step like the learning rate; nothing for other normalisers."""
+    if attention.normaliser == "hard":
+        temperature = annealed_temperature(
+            step,
+            attention.temperature_steps,
+            attention.temperature_start,
+            attention.temperature_end,
+        )
+        set_hard_temperature(model, temperature)

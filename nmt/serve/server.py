@@ -50,7 +50,7 @@ from nmt.serve.api import (
 from nmt.serve.catalog import Item, ServedModel, load_models, translate_items
 from nmt.serve.guards import ApiKeyGuard, BodyGuard, declare_bearer
 from nmt.serve.microbatch import MicroBatcher
-from nmt.translate.constraints import ConstraintError, parse_constraints
+from nmt.translate.constraints import ConstraintError, check_constraints, parse_constraints
 from nmt.translate.parallel import one_torch_thread
 
 STATIC = Path(__file__).parent / "static"
@@ -233,8 +233,12 @@ def _plan(
             raise _invalid(index, "tgt_lang", problem, request.tgt_lang)
         wanted = request.constraints.model_dump() if request.constraints is not None else None
         try:
-            model.translator.check_constraints(
-                request.src, wanted, request.prefix, decode, request.tgt_lang
+            check_constraints(
+                model.translator.towards(request.tgt_lang),
+                request.src,
+                wanted,
+                request.prefix,
+                decode,
             )
         except ConstraintError as error:
             given = getattr(request, error.field.split(".")[0])

@@ -22,12 +22,12 @@ from nmt.config import Experiment, TrainConfig
 from nmt.data.batching import Batch, make_batch
 from nmt.data.corpus import Corpus
 from nmt.errors import UserError
-from nmt.model.normalisers import annealed_temperature, set_hard_temperature
+from nmt.model.normalisers import anneal_hard_attention
 from nmt.model.seq2seq import Seq2Seq
-from nmt.scoring import mean_scores
 from nmt.terminal import clear_line
 from nmt.train.distributed import Ranks
 from nmt.train.ema import WeightAverage
+from nmt.train.final_scores import test_scores
 from nmt.train.keeper import CheckpointKeeper
 from nmt.train.optim import build_optimizer, lr_at, set_lr
 from nmt.train.precision import Precision
@@ -35,9 +35,7 @@ from nmt.train.progress import Outcome, Progress, ending
 from nmt.train.report import LossWindow, Reporter, show_progress
 from nmt.train.rng import rng_state, set_rng_state
 from nmt.train.signals import StopRequest
-from nmt.train.validation import Validator, target_language
-from nmt.translate.evaluation import evaluate
-from nmt.translate.translator import Translator
+from nmt.train.validation import Validator
 
 log = logging.getLogger("nmt")
 
@@ -85,7 +83,7 @@ class Trainer:
         batches = self.batches()
         while (reason := stop_reason(progress, train, self.ranks, self.stop)) is None:
             set_lr(self.optimizer, lr_at(progress.step, train, progress.lr_reductions))
-            self._anneal_attention()
+            anneal_hard_attention(self.model, self.config.model.attention, progress.step)
             result = self.train_step([next(batches) for _ in range(train.accum_steps)])
             if result is None:
                 skip_bad_batch(progress, train.max_bad_steps, self.run_dir)
@@ -113,18 +111,6 @@ class Trainer:
         minutes = self.progress.minutes() if minutes is None else minutes
         summary = ending(reason, step, minutes, train, self.stop.signal)
         return Outcome(reason, step, scores, self.ranks.is_main, summary, self.run_dir)
-
-    def _anneal_attention(self) -> None:
-        """Hard attention's Gumbel-softmax temperature, a function of the step like the rate."""
-        attention = self.config.model.attention
-        if attention.normaliser == "hard":
-            temperature = annealed_temperature(
-                self.progress.step,
-                attention.temperature_steps,
-                attention.temperature_start,
-                attention.temperature_end,
-            )
-            set_hard_temperature(self.model, temperature)
 
     def batches(self) -> Iterator[Batch]:
         """This rank's batches from the data position on; see `train_batches`."""
@@ -190,40 +176,10 @@ class Trainer:
         self._save_last(record)
 
     def test(self) -> dict:
-        """Scores the best checkpoint's translations of the test split (decode settings), as
-        `nmt eval` does: RUN/test.hyp; with several directions, RUN/test.de-en.hyp ... and
-        the mean scores beside each direction's (test_bleu_de-en, ...)."""
-        if not self.corpus.test:
-            return {}
-        translator = Translator.load(self.run_dir / "best.pt", self.device, workers=None)
-        several = len(self.corpus.test) > 1
-        results = {}
-        for name, text in self.corpus.test.items():
-            with self.precision.autocast():
-                result = evaluate(translator, text, target_language(name))
-            hyp_file = self.run_dir / (f"test.{name}.hyp" if several else "test.hyp")
-            hyp_file.write_text("".join(h + "\n" for h in result.hypotheses), "utf-8")
-            results[name] = result.scores
-            log.info(
-                "test (%s, best checkpoint, beam %d):\n%s",
-                text.origin,
-                translator.decode.beam,
-                result.scores.summary(),
-            )
-        scores = (
-            mean_scores(list(results.values())).as_dict() if several else result.scores.as_dict()
-        )
-        record = {f"test_{name}": value for name, value in scores.items()}
-        if several:
-            for name, direction_scores in results.items():
-                record.update(
-                    {
-                        f"test_{metric}_{name}": value
-                        for metric, value in direction_scores.as_dict().items()
-                        if metric in ("bleu", "chrf", "ter")
-                    }
-                )
-        self.report.record({"step": self.progress.step, **record})
+        """The best checkpoint's test scores, recorded (nmt/train/final_scores.py)."""
+        scores, record = test_scores(self.run_dir, self.corpus, self.precision, self.device)
+        if record:
+            self.report.record({"step": self.progress.step, **record})
         return scores
 
     def _save_last(self, metrics: dict | None = None) -> None:

@@ -14,8 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nmt.data.tokenizer import Vocab
+import torch
+
+from nmt.config import DecodeConfig
+from nmt.data.tokenizer import Tokenizer, Vocab
 from nmt.errors import UserError
+from nmt.search import max_lengths
 from nmt.search.constraints import Constraints
 
 FIELDS = ("include", "exclude")
@@ -77,9 +81,15 @@ def parse_constraints(value: object) -> TextConstraints | None:
     both = sorted(set(phrases["include"]) & set(phrases["exclude"]))
     if both:
         raise ConstraintError(
-            "constraints", f"{', '.join(map(repr, both))} is both included and excluded"
+            "constraints",
+            f"{', '.join(repr(_short(phrase)) for phrase in both)} is both included and excluded",
         )
     return TextConstraints(**phrases)
+
+
+def _short(phrase: str, width: int = 40) -> str:
+    """A phrase as an error message quotes it: cut, so a huge one is not echoed whole."""
+    return phrase if len(phrase) <= width else f"{phrase[:width]}…"
 
 
 def constraints_line(path: Path) -> Callable[[str, int], TextConstraints | None]:
@@ -166,3 +176,28 @@ def _check_spelling(vocab: Vocab, field: str, what: str, text: str, pieces: Sequ
         "vocabulary cannot write, so the translation would hold <unk> in their place; leave "
         "them out or spell them otherwise",
     )
+
+
+def check_constraints(
+    tokenizer: Tokenizer,
+    source: str,
+    constraints: object,
+    prefix: object,
+    decode: DecodeConfig,
+) -> None:
+    """A ConstraintError, naming the field, unless `constraints` (a dict, as for
+    parse_constraints) and `prefix` can be decoded for `source` with `decode` and
+    `tokenizer` (the one towards the target language): the server checks each request's
+    before it joins a batch."""
+    wanted = parse_constraints(constraints)
+    if prefix is not None and not isinstance(prefix, str):
+        raise ConstraintError("prefix", f"expected text, got {type(prefix).__name__}")
+    if decode.sample and wanted is not None and wanted.include:
+        raise ConstraintError(
+            "constraints.include",
+            "included phrases need beam search, and this model's decode settings sample: "
+            "leave out the included phrases",
+        )
+    ids = tokenizer.src.encode([source.strip()])[0][: decode.max_src_len]
+    limit = max_lengths(torch.tensor([len(ids)]), decode.max_len_ratio, decode.max_len_extra)
+    encode_constraints(tokenizer.tgt, wanted, prefix, int(limit), decode.max_constraints)

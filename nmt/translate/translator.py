@@ -18,11 +18,9 @@ from nmt.config import DecodeConfig, Experiment
 from nmt.cores import available_cores
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
-from nmt.search import max_lengths
 from nmt.translate.constraints import (
     ConstraintError,
     TextConstraints,
-    encode_constraints,
     parse_constraints,
 )
 from nmt.translate.decoding import search_batch
@@ -187,26 +185,6 @@ class Translator:
             chunk,
             done,
         )
-
-    def check_constraints(
-        self,
-        source: str,
-        constraints: Constraining,
-        prefix: str | None,
-        decode: DecodeConfig,
-        tgt_lang: str | None = None,
-    ) -> None:
-        """A ConstraintError, naming the field, unless `constraints` and `prefix` can be
-        decoded for `source` with `decode` (the server checks each request's this way)."""
-        wanted = parse_constraints(constraints)
-        prefix = _prefix_text(prefix)
-        if decode.sample and wanted is not None and wanted.include:
-            raise ConstraintError(
-                "constraints.include", "included phrases need beam search, not sampling"
-            )
-        ids = self.towards(tgt_lang).src.encode([source.strip()])[0][: decode.max_src_len]
-        limit = max_lengths(torch.tensor([len(ids)]), decode.max_len_ratio, decode.max_len_extra)
-        encode_constraints(self.tokenizer.tgt, wanted, prefix, int(limit), decode.max_constraints)
 
     def score(
         self,
