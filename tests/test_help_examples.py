@@ -3,15 +3,18 @@ out as `make train` and `nmt train --config configs/demo_transformer.yaml` leave
 models in runs/demo and runs/demo_transformer, step checkpoints, test.en and test.de), plus
 terms.jsonl, the constraints file a user writes for the translate example that reads one."""
 
+import json
 import re
 import shlex
 import shutil
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 import nmt
 from conftest import TINY_TRANSFORMER, tiny_experiment
+from nmt.checkpoint import load_checkpoint
 from nmt.cli import app
 
 # The commands whose examples run here, in an order that makes what the next ones read (the
@@ -59,3 +62,59 @@ def test_every_example_works_as_printed(command, workdir, monkeypatch, one_threa
             continue  # another command's example (a workflow): run in its own test
         result = CliRunner().invoke(app, words[1:], input=stdin)
         assert result.exit_code == 0, (example, result.output, result.exception)
+        check_output(words[1:], result.stdout, stdin)
+
+
+def option(words: list[str], *names: str) -> str | None:
+    """The value of the first of `names` in a command line, or None."""
+    for index, word in enumerate(words):
+        if word in names:
+            return words[index + 1]
+    return None
+
+
+def lines_of(path: str) -> list[str]:
+    return Path(path).read_text("utf-8").splitlines()
+
+
+def check_output(words: list[str], stdout: str, stdin: str | None) -> None:
+    """What each example prints or writes, read back: the files it names exist and hold
+    what the command promises."""
+    command = words[0]
+    if command == "export":
+        directory = Path(option(words, "--output", "-o"))
+        assert (directory / "model.bin").is_file() and (directory / "nmt.json").is_file()
+        assert f"translate with: nmt translate --engine ctranslate2 --model {directory}" in stdout
+    elif command == "translate":
+        source = option(words, "--input", "--src", "-i")
+        expected = len(lines_of(source)) if source else stdin.count("\n")
+        output = option(words, "--output", "-o")
+        written = lines_of(output) if output else stdout.splitlines()
+        assert len(written) == expected and any(written)
+        if "--alignments" in words:
+            assert all(re.fullmatch(r".* \|\|\| (\d+-\d+ ?)*", line) for line in written)
+    elif command == "eval":
+        if "--json" in words:
+            assert 0 <= json.loads(stdout)["bleu"] <= 100
+        else:
+            assert "BLEU" in stdout and "chrF" in stdout and "nrefs:1" in stdout
+        if words.count("--hyp") + words.count("--checkpoint") > 1 and "--ensemble" not in words:
+            header, *rows = stdout.splitlines()
+            assert "p(BLEU)" in header and len(rows) >= 2  # a table with p-values
+    elif command == "score":
+        rows = stdout.splitlines()
+        assert len(rows) == len(lines_of(option(words, "--src")))
+        for row in rows:
+            total = json.loads(row)["total"] if "--json" in words else float(row.split("\t")[0])
+            assert total < 0
+    elif command == "average":
+        averaged = load_checkpoint(Path(option(words, "--output")))
+        assert set(averaged["model"]) == set(load_checkpoint(Path("runs/demo/best.pt"))["model"])
+    elif command == "plot":
+        directory = Path(option(words, "--output") or words[1])
+        names = (
+            {"loss.png", "bleu.png"}
+            if len(words) == 2 + 2 * ("--output" in words)
+            else {"compare_loss.png", "compare_bleu.png"}
+        )
+        assert names <= {path.name for path in directory.iterdir()}

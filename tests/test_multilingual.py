@@ -219,6 +219,13 @@ def test_init_from_starts_from_the_parents_weights_and_tokenizer_with_a_fresh_op
     adam = after["training"]["optimizer"]["state"]
     assert {int(state["step"]) for state in adam.values()} == {1}
     assert after["step"] == 1
+    reverse = tmp_path / "reverse"  # German to English from the English-to-German parent
+    keys = (f"train.init_from={parent}", "data.src_lang=de", "data.tgt_lang=en")
+    train_experiment(tiny_experiment(corpus_dir, *keys, "train.max_steps=12"), reverse)
+    assert load_checkpoint(reverse / "best.pt")["tokenizer"] == before["tokenizer"]
+    records = [json.loads(line) for line in (reverse / "metrics.jsonl").read_text().splitlines()]
+    losses = [record["valid_loss"] for record in records if "valid_loss" in record]
+    assert len(losses) == 4 and losses[-1] < losses[0] - 0.1, losses
 
 
 def test_init_from_refuses_a_parent_that_does_not_fit(tmp_path, corpus_dir, one_way_run):

@@ -42,7 +42,22 @@ def test_the_examples_of_docs_python_md_run(tmp_path, monkeypatch, capsys):
     steps, heads, sources = translation.attention.weights.shape
     assert (steps, heads) == (len(translation.attention.tgt_tokens), 1)
     assert sources == len(translation.attention.src_tokens)
-    assert namespace["constrained"].constraints_met is not None
+    constrained = namespace["constrained"]
+    assert constrained.constraints_met is True
+    assert "Katze" in constrained.text and "Hund" not in constrained.text.split()
+    assert (
+        namespace["translator"]
+        .translate("the small dog sees a bird.", prefix="ein kleiner")
+        .text.startswith("ein kleiner")
+    )
+    best, by_text, by_ids = namespace["best"], namespace["by_text"], namespace["by_ids"]
+    assert by_ids.total == pytest.approx(best.hypothesis.score, abs=1e-4) and by_ids.ended
+    assert by_text.tokens[-1] == "</s>" and by_text.total == pytest.approx(by_ids.total, abs=1e-4)
+    translator = namespace["translator"]
+    streamed = [
+        t.text for t in translator.translate(["we sleep.", "the cat sees the dog."], beam=1)
+    ]
+    assert "\n".join(streamed) in printed
 
 
 def test_import_nmt_is_light_and_names_its_api():

@@ -105,11 +105,25 @@ def test_the_coverage_enters_the_additive_score_as_the_paper_writes_it(tiny_conf
     assert not torch.allclose(weights, uncovered, atol=1e-3)
 
 
-def test_fertility_is_bounded_by_n(tiny_config):
+def test_fertility_is_n_sigmoid_of_the_state_and_divides_what_a_word_is_given(tiny_config):
+    """Tu et al.: Phi_j = N sigmoid(U_f h_j), reaching 0 and N = 2 at the extremes, and the
+    coverage of word j grows by its (head-averaged) weight / Phi_j at each step."""
     model = coverage_model(tiny_config, "linguistic")
-    encoded = model.encode(*source([4]))
-    fertility = model.decoder.attention.coverage.start(encoded.states * 100).fertility
-    assert fertility.max() <= MAX_FERTILITY and fertility.min() >= 0
+    encoded = model.encode(*source([4, 6]))
+    coverage = model.decoder.attention.coverage
+    start = coverage.start(encoded.states)
+    by_hand = MAX_FERTILITY * torch.sigmoid(
+        encoded.states @ coverage.fertility.weight[0] + coverage.fertility.bias
+    )
+    torch.testing.assert_close(start.fertility, by_hand)
+    extreme = coverage.start(encoded.states * 1000).fertility
+    assert extreme.max().item() == pytest.approx(MAX_FERTILITY, abs=1e-4)
+    assert extreme.min().item() == pytest.approx(0.0, abs=1e-4)
+    weights = torch.rand(2, 3, by_hand.size(1), generator=torch.Generator().manual_seed(0))
+    weights = weights / weights.sum(-1, keepdim=True)  # [B, H, S]
+    once = start.after(weights)
+    torch.testing.assert_close(once.total, weights.mean(1) / by_hand)
+    torch.testing.assert_close(once.after(weights).total, 2 * weights.mean(1) / by_hand)
 
 
 def test_the_penalty_equals_a_hand_computation():

@@ -173,8 +173,13 @@ def test_a_multi_token_excluded_phrase_is_blocked_only_as_a_whole(tiny_config):
     plain = greedy_search(model, src, lengths, BOS, EOS, limits)
     bigrams = [tuple(h.tokens[:2]) if len(h.tokens) >= 2 else (7, 8) for h in plain]
     constraints = [Constraints(exclude=(bigram,)) for bigram in bigrams]
+    greedy = greedy_search(model, src, lengths, BOS, EOS, limits, constraints=constraints)
+    for before, after, bigram in zip(plain, greedy, bigrams, strict=True):
+        if tuple(before.tokens[:2]) == bigram:  # the same first token, another second one
+            assert after.tokens[0] == bigram[0] and after.tokens[1:2] != [bigram[1]]
+    assert sum(tuple(h.tokens[:2]) == b for h, b in zip(plain, bigrams, strict=True)) >= 3
     for found in (
-        [h for h in greedy_search(model, src, lengths, BOS, EOS, limits, constraints=constraints)],
+        greedy,
         [
             hs[0]
             for hs in beam_search(

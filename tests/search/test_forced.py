@@ -18,9 +18,7 @@ def source():
 
 def forced_totals(model, src, lengths, hypotheses):
     """Each hypothesis's forced score: its tokens, then eos if search ended it with one."""
-    targets = [
-        h.tokens + ([EOS] if h.ended else []) for h in hypotheses
-    ]
+    targets = [h.tokens + ([EOS] if h.ended else []) for h in hypotheses]
     found = forced_log_probs(model, src, lengths, pad(targets, 0), BOS)
     return [sum(row[: len(t)]) for row, t in zip(found.tolist(), targets, strict=True)]
 
