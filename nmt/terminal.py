@@ -1,11 +1,14 @@
-"""A progress line on stderr, rewritten in place, shown only when stderr is a terminal (never
-in a pipe or a log file)."""
+"""What the commands show on stderr: the `nmt` logger's lines, and a progress line rewritten
+in place, shown only when stderr is a terminal (never in a pipe or a log file)."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
 
 def show_line(text: str) -> None:
@@ -54,3 +57,36 @@ class ProgressLine:
         with self.lock:
             if self.shown:
                 clear_line()
+
+
+class _Console(logging.Handler):
+    """One line per record on whatever sys.stderr is when it comes (a caller may swap it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:  # as logging's own handlers do: a broken stderr is not fatal
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def console_log(level: int) -> Iterator[None]:
+    """The `nmt` logger's messages at `level` and above on stderr while it lasts, by one
+    handler however it is nested (the lowest level asked for wins, until its exit)."""
+    logger = logging.getLogger("nmt")
+    console = next((h for h in logger.handlers if isinstance(h, _Console)), None)
+    owned = console is None
+    if owned:
+        console = _Console(level)
+        console.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(console)
+    levels = console.level, logger.level
+    console.setLevel(min(level, console.level))
+    logger.setLevel(min(level, logger.getEffectiveLevel()))
+    try:
+        yield
+    finally:
+        console.setLevel(levels[0])
+        logger.setLevel(levels[1])
+        if owned:
+            logger.removeHandler(console)

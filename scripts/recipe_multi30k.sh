@@ -14,8 +14,9 @@
 #
 # Options: --minutes M (training minutes in all, default 120), --models N (ensemble size,
 # default 4), --data DIR (corpus files; default: the Hugging Face hub), --runs DIR (default
-# runs/recipe_multi30k_<src>_<tgt>), --set KEY=VALUE (amends the config, repeatable). The nmt
-# on PATH is used (make setup; . .venv/bin/activate).
+# runs/recipe_multi30k_<src>_<tgt>), --beams "K ..." and --alphas "A ..." (the grid tried on
+# valid, default "5 10" and "0.6 1.0 1.4 2.0"), --set KEY=VALUE (amends the config,
+# repeatable). The nmt on PATH is used (make setup; . .venv/bin/activate).
 set -euo pipefail
 
 usage() {
@@ -29,7 +30,7 @@ case "$1" in
     *) echo "error: DIRECTION must be de-en or en-de, got '$1'." >&2; exit 2 ;;
 esac
 shift
-minutes=120 models=4 data="" runs="" amend=()
+minutes=120 models=4 data="" runs="" amend=() beams="5 10" alphas="0.6 1.0 1.4 2.0"
 while [[ $# -gt 0 ]]; do
     [[ $# -ge 2 ]] || { echo "error: $1 needs a value." >&2; exit 2; }
     case "$1" in
@@ -37,6 +38,8 @@ while [[ $# -gt 0 ]]; do
         --models) models=$2 ;;
         --data) data=$2 ;;
         --runs) runs=$2 ;;
+        --beams) beams=$2 ;;
+        --alphas) alphas=$2 ;;
         --set) amend+=(--set "$2") ;;
         *) echo "error: unknown option '$1' (see the top of $0)." >&2; exit 2 ;;
     esac
@@ -45,6 +48,10 @@ done
 [[ $models =~ ^[1-9][0-9]*$ ]] || { echo "error: --models must be a positive whole number." >&2; exit 2; }
 [[ $minutes =~ ^[0-9]+([.][0-9]+)?$ ]] && awk "BEGIN {exit !($minutes > 0)}" \
     || { echo "error: --minutes must be a positive number of minutes." >&2; exit 2; }
+[[ $beams =~ ^[1-9][0-9]*( [1-9][0-9]*)*$ ]] \
+    || { echo "error: --beams must be beam sizes separated by spaces, e.g. \"5 10\"." >&2; exit 2; }
+[[ $alphas =~ ^[0-9]+([.][0-9]+)?( [0-9]+([.][0-9]+)?)*$ ]] \
+    || { echo "error: --alphas must be numbers separated by spaces, e.g. \"0.6 1.0\"." >&2; exit 2; }
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 config=$root/configs/multi30k_${direction}_best.yaml
@@ -78,8 +85,8 @@ ensemble_bleu() { # SPLIT BEAM ALPHA -> the ensemble's BLEU
 
 echo "== beam size and length penalty of the ensemble, chosen on valid BLEU" >&2
 best=""
-for beam in 5 10; do
-    for alpha in 0.6 1.0 1.4 2.0; do
+for beam in $beams; do
+    for alpha in $alphas; do
         bleu=$(ensemble_bleu valid "$beam" "$alpha")
         echo "   beam $beam, alpha $alpha: valid BLEU $bleu" >&2
         if [[ -z $best ]] || awk "BEGIN {exit !($bleu > ${best%% *})}"; then

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,9 +12,13 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from filelock import FileLock
+from typer.testing import CliRunner
 
 from nmt.checkpoint import checkpoint_payload, save_checkpoint
+from nmt.cli import app
 from nmt.config import Experiment, load_config
+from nmt.cores import available_cores
 from nmt.data.demo import generate_pairs
 from nmt.data.tokenizer import Tokenizer, Vocab, build_tokenizer
 from nmt.model.seq2seq import Seq2Seq, build_model
@@ -23,7 +28,32 @@ ROOT = Path(__file__).resolve().parents[1]
 MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
 
 
-def nmt(*args, input=None, cwd=None):
+@dataclasses.dataclass
+class Ran:
+    """What a run of the `nmt` command gave: its exit code and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def nmt(*args, input=None, cwd=None) -> Ran:
+    """Runs the `nmt` command in this process, as its entry point does (a UserError: exit 2
+    and one line on stderr); a bug raises, with its traceback. Seconds faster than a fresh
+    process (`nmt_process`), which only tests about the process itself need."""
+    previous = Path.cwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(app, [str(arg) for arg in args], input=input)
+    finally:
+        os.chdir(previous)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return Ran(result.exit_code, result.stdout, result.stderr)
+
+
+def nmt_process(*args, input=None, cwd=None) -> subprocess.CompletedProcess:
     """Runs the real entry point, `python -m nmt`, in a fresh process."""
     return subprocess.run(
         [sys.executable, "-m", "nmt", *map(str, args)],
@@ -52,9 +82,12 @@ def corpus_dir(tmp_path_factory) -> Path:
     return directory
 
 
-@pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("NMT_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory):
+    """The session's own cache directory (the demo corpus, SentencePiece models)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NMT_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+        yield
 
 
 DEMO_CONFIG = ROOT / "configs" / "demo.yaml"
@@ -88,8 +121,22 @@ TRANSFORMER_SWITCH = (
     "model.decoder.tie_embeddings=true",
     "model.share_embeddings=true",
 )
-# The demo corpus learnt in about a minute: a schedule for a short run.
-DEMO_SHORT = ("train.max_minutes=null", "train.valid_every=100000", "train.log_every=100")
+# Under pytest-xdist each worker runs on a core of its own (and so do the processes it
+# starts): nmt then sees one core, and trains, tokenizes and decodes on one thread, where
+# two workers sharing every core would spin-wait on each other's threads.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if WORKER and hasattr(os, "sched_setaffinity"):
+    cores = sorted(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cores[int(WORKER.removeprefix("gw")) % len(cores)]})
+    torch.set_num_threads(1)
+THREADS = available_cores()
+# The demo corpus learnt in under a minute: a schedule for a short run.
+DEMO_SHORT = (
+    "train.max_minutes=null",
+    "train.valid_every=100000",
+    "train.log_every=100",
+    f"train.threads={THREADS}",
+)
 # A tiny Transformer (width 16, two heads) for the tiny experiment.
 TINY_TRANSFORMER = (
     *TRANSFORMER_SWITCH,
@@ -112,7 +159,7 @@ def train_demo(run_dir: Path, *overrides: str, config: Path = DEMO_CONFIG) -> Pa
 def one_thread():
     """Tiny models decode faster on one thread than on two competing ones (train.threads=1
     says the same for training); on a busy machine, ten times faster. OMP_NUM_THREADS does
-    it for the commands `nmt()` runs in a fresh process."""
+    it for the commands `nmt_process()` runs in a fresh process."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     with pytest.MonkeyPatch.context() as patch:
@@ -121,11 +168,55 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+# The trained models every test that needs *a* trained model shares, each trained once per
+# session at the fewest steps that learn the demo corpus (tests/test_demo_quality.py holds
+# them to it).
+DEMO_STEPS = {"rnnsearch": 400, "transformer": 600}
+WANTED: set[str] = set()  # the shared models this session's tests ask for
+
+
+def shared_run(tmp_path_factory, name: str, *overrides: str, config: Path = DEMO_CONFIG) -> Path:
+    """A demo run trained once for the whole session: under pytest-xdist in a directory
+    every worker sees, the first worker to ask training it while the others wait."""
+    root = tmp_path_factory.getbasetemp()
+    run_dir = (root.parent if WORKER else root) / name
+    with FileLock(f"{run_dir}.lock"):
+        if not (run_dir / "done").is_file():
+            shutil.rmtree(run_dir, ignore_errors=True)  # a worker that died midway
+            train_demo(run_dir, *overrides, config=config)
+            (run_dir / "done").touch()
+    return run_dir
+
+
+@pytest.fixture(scope="session")
+def demo_rnnsearch(tmp_path_factory) -> Path:
+    """The run directory of configs/demo.yaml (RNNsearch) trained for 400 steps."""
+    steps = f"train.max_steps={DEMO_STEPS['rnnsearch']}"
+    return shared_run(tmp_path_factory, "demo-rnnsearch", steps)
+
+
 @pytest.fixture(scope="session")
 def demo_transformer(tmp_path_factory) -> Path:
-    """The run directory of configs/demo_transformer.yaml trained (once per session)."""
-    run_dir = tmp_path_factory.mktemp("demo-transformer")
-    return train_demo(run_dir, config=ROOT / "configs" / "demo_transformer.yaml")
+    """The run directory of configs/demo_transformer.yaml trained for 600 steps at twice its
+    learning rate (which learns the corpus as its 1000 steps do)."""
+    steps = (f"train.max_steps={DEMO_STEPS['transformer']}", "train.lr=0.004")
+    config = ROOT / "configs" / "demo_transformer.yaml"
+    return shared_run(tmp_path_factory, "demo-transformer", *steps, config=config)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        WANTED.update({"demo_rnnsearch", "demo_transformer"} & set(item.fixturenames))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _train_ahead(request, _isolated_cache):
+    """Under pytest-xdist, worker gw0 trains the shared RNNsearch and gw1 the Transformer
+    before their first test (when the session asks for them), so that each trains on a core
+    of its own while the other worker's tests go on."""
+    ahead = {"gw0": "demo_rnnsearch", "gw1": "demo_transformer"}.get(WORKER or "")
+    if ahead in WANTED:
+        request.getfixturevalue(ahead)
 
 
 def tiny_train_args(run_dir: Path, corpus: Path | str, *extra: str) -> list[str]:

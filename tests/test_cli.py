@@ -6,17 +6,10 @@ import time
 
 import pytest
 import torch
-from typer.testing import CliRunner
 
-from conftest import ROOT, TINY_TRANSFORMER, nmt, tiny_train_args
+from conftest import ROOT, TINY_TRANSFORMER, nmt, nmt_process, tiny_train_args
 from nmt.checkpoint import load_checkpoint
 from nmt.cli import app
-
-
-def cli(*args):
-    """The `nmt` command in this process: faster than `nmt()` where many calls decode."""
-    return CliRunner().invoke(app, [str(arg) for arg in args])
-
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -92,22 +85,23 @@ def test_user_errors_exit_2_without_traceback(tmp_path):
 
 
 def test_the_last_line_of_train_says_what_ended_the_run(tmp_path, corpus_dir):
-    by_steps = cli(*tiny_train_args(tmp_path / "steps", corpus_dir, "train.max_steps=2"))
-    assert by_steps.exit_code == 0, by_steps.output
+    by_steps = nmt(*tiny_train_args(tmp_path / "steps", corpus_dir, "train.max_steps=2"))
+    assert by_steps.returncode == 0, by_steps.stderr
     last = by_steps.stdout.splitlines()[-1]
     assert re.fullmatch(
         r"stopped at step 2: train.max_steps \(2\) reached, after [0-9.]+ minutes of training", last
     )
     by_time = ["train.max_steps=100000", "train.max_minutes=0.0001"]
-    by_minutes = cli(*tiny_train_args(tmp_path / "minutes", corpus_dir, *by_time))
-    assert by_minutes.exit_code == 0, by_minutes.output
+    by_minutes = nmt(*tiny_train_args(tmp_path / "minutes", corpus_dir, *by_time))
+    assert by_minutes.returncode == 0, by_minutes.stderr
     assert "test BLEU" in by_minutes.stdout.splitlines()[-2]
     assert "train.max_minutes (0.0001) reached" in by_minutes.stdout.splitlines()[-1]
 
 
 def test_help_is_fast_and_shows_examples():
+    """The real entry point in a fresh process: --help answers without importing torch."""
     started = time.monotonic()
-    result = nmt("--help")
+    result = nmt_process("--help")
     assert result.returncode == 0 and time.monotonic() - started < 5
     for command in ("train", "translate", "eval"):
         assert "Example" in nmt(command, "--help").stdout
@@ -158,29 +152,29 @@ def test_help_is_fast_and_shows_examples():
     ],
 )
 def test_each_variant_trains_through_the_cli(tmp_path, corpus_dir, model):
-    result = cli(*tiny_train_args(tmp_path, corpus_dir, "train.max_steps=3", *model))
-    assert result.exit_code == 0, result.output
+    result = nmt(*tiny_train_args(tmp_path, corpus_dir, "train.max_steps=3", *model))
+    assert result.returncode == 0, result.stderr
     assert (tmp_path / "best.pt").is_file()
 
 
 def test_eval_compares_checkpoints_with_bootstrap_p_values(run_dir):
     best = run_dir / "best.pt"
-    result = cli("eval", "--checkpoint", best, "--checkpoint", run_dir / "last.pt", "--json")
-    assert result.exit_code == 0, result.output
+    result = nmt("eval", "--checkpoint", best, "--checkpoint", run_dir / "last.pt", "--json")
+    assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     first, second = report["systems"]
     assert first["bleu_p"] is None and 0 <= second["bleu_p"] <= 1
     assert "bs:1000" in report["signatures"]["BLEU"]
-    table = cli("eval", "--checkpoint", best, "--checkpoint", best)
+    table = nmt("eval", "--checkpoint", best, "--checkpoint", best)
     assert "p(BLEU)" in table.stdout and str(best) in table.stdout
 
 
 def test_eval_scores_an_ensemble_as_one_system(run_dir):
     """An ensemble of a model with itself averages equal predictions: the model's translations."""
     best = run_dir / "best.pt"
-    single = json.loads(cli("eval", "--checkpoint", best, "--json").stdout)
-    result = cli("eval", "--checkpoint", best, "--checkpoint", best, "--ensemble", "--json")
-    assert result.exit_code == 0, result.output
+    single = json.loads(nmt("eval", "--checkpoint", best, "--json").stdout)
+    result = nmt("eval", "--checkpoint", best, "--checkpoint", best, "--ensemble", "--json")
+    assert result.returncode == 0, result.stderr
     ensemble = json.loads(result.stdout)
     assert ensemble["bleu"] == single["bleu"] and ensemble["chrf"] == single["chrf"]
 
@@ -188,17 +182,17 @@ def test_eval_scores_an_ensemble_as_one_system(run_dir):
 def test_eval_beam_1_scores_greedy_translations(run_dir, corpus_dir, tmp_path):
     best, greedy = run_dir / "best.pt", tmp_path / "greedy.hyp"
     args = ["--checkpoint", best, "--input", corpus_dir / "test.en", "--output", greedy]
-    assert cli("translate", *args, "--beam", 1).exit_code == 0
-    scored = cli("eval", "--hyp", greedy, "--ref", corpus_dir / "test.de", "--json")
-    evaluated = cli("eval", "--checkpoint", best, "--beam", 1, "--batch-size", 3, "--json")
-    assert evaluated.exit_code == 0, evaluated.output
+    assert nmt("translate", *args, "--beam", 1).returncode == 0
+    scored = nmt("eval", "--hyp", greedy, "--ref", corpus_dir / "test.de", "--json")
+    evaluated = nmt("eval", "--checkpoint", best, "--beam", 1, "--batch-size", 3, "--json")
+    assert evaluated.returncode == 0, evaluated.stderr
     from_checkpoint = json.loads(evaluated.stdout)
     assert from_checkpoint["attention_entropy"] is not None  # a --hyp file has no attention
     assert from_checkpoint | {"attention_entropy": None, "attention_nonzero": None} == json.loads(
         scored.stdout
     )
     beam_hyp, test_de = run_dir / "test.hyp", corpus_dir / "test.de"
-    compared = cli("eval", "--hyp", beam_hyp, "--hyp", greedy, "--ref", test_de, "--json")
+    compared = nmt("eval", "--hyp", beam_hyp, "--hyp", greedy, "--ref", test_de, "--json")
     beam_row, greedy_row = json.loads(compared.stdout)["systems"]
     assert (beam_row["name"], greedy_row["name"]) == (str(beam_hyp), str(greedy))
     assert greedy_row["bleu"] == from_checkpoint["bleu"] and beam_row["bleu_p"] is None
@@ -210,9 +204,9 @@ def test_eval_on_own_files_equals_eval_on_the_same_split(run_dir, corpus_dir, sy
     checkpoints = ["--checkpoint", run_dir / "best.pt", "--checkpoint", run_dir / "last.pt"]
     checkpoints = checkpoints[: 2 * systems]
     own = ["--src", corpus_dir / "test.en", "--ref", corpus_dir / "test.de"]
-    from_files = cli("eval", *checkpoints, *own, "--beam", 2, "--json")
-    from_split = cli("eval", *checkpoints, "--split", "test", "--beam", 2, "--json")
-    assert from_files.exit_code == 0, from_files.output
+    from_files = nmt("eval", *checkpoints, *own, "--beam", 2, "--json")
+    from_split = nmt("eval", *checkpoints, "--split", "test", "--beam", 2, "--json")
+    assert from_files.returncode == 0, from_files.stderr
     assert json.loads(from_files.stdout) == json.loads(from_split.stdout)
 
 
@@ -220,7 +214,7 @@ def test_eval_on_own_files_equals_eval_on_the_same_split(run_dir, corpus_dir, sy
     "command", [c.name or c.callback.__name__ for c in app.registered_commands]
 )
 def test_help_prints_examples_line_by_line_and_plain_placeholders(command):
-    text = cli(command, "--help").stdout
+    text = nmt(command, "--help").stdout
     examples = text.split("Examples:\n")[1].split("\n\n")[0].splitlines()
     assert len(examples) >= 2 and f"nmt {command} " in examples[0], text
     assert all(line.count(f"nmt {command} ") <= 1 for line in examples), text  # not run together
@@ -231,7 +225,7 @@ def test_eval_beam_1_works_whatever_nbest_the_checkpoint_asks_for(run_dir, tmp_p
     payload = load_checkpoint(run_dir / "best.pt")
     payload["config"]["decode"].update(beam=3, nbest=3)  # eval scores only the best anyway
     torch.save(payload, tmp_path / "nbest.pt")
-    plain = cli("eval", "--checkpoint", run_dir / "best.pt", "--beam", 1, "--json")
-    nbest = cli("eval", "--checkpoint", tmp_path / "nbest.pt", "--beam", 1, "--json")
-    assert nbest.exit_code == 0, nbest.output
+    plain = nmt("eval", "--checkpoint", run_dir / "best.pt", "--beam", 1, "--json")
+    nbest = nmt("eval", "--checkpoint", tmp_path / "nbest.pt", "--beam", 1, "--json")
+    assert nbest.returncode == 0, nbest.stderr
     assert json.loads(nbest.stdout) == json.loads(plain.stdout)

@@ -4,6 +4,7 @@ share are in options.py)."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Annotated, TextIO
 import typer
 
 from nmt.errors import UserError
+from nmt.terminal import console_log
 
 # Every option names its value the way the README does (FILE, DIR, N, ...): Typer's own
 # placeholders are Python types (<path>, <list[Path]>).
@@ -29,9 +31,11 @@ SetOption = Annotated[
 
 
 def guarded(action: Callable[[], object]) -> None:
-    """Runs a command; a UserError becomes a one-paragraph message and exit code 2."""
+    """Runs a command, its warnings on stderr; a UserError becomes a one-paragraph message
+    and exit code 2."""
     try:
-        action()
+        with console_log(logging.WARNING):
+            action()
     except UserError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None

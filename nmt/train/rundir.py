@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import logging.handlers
-import sys
 from pathlib import Path
 
 import yaml
@@ -18,6 +17,7 @@ from nmt.checkpoint import remove_temporaries
 from nmt.config import Experiment, config_to_dict
 from nmt.data.tokenizer import TAGS_FILE, Tokenizer
 from nmt.errors import UserError
+from nmt.terminal import console_log
 
 RUN_FILES = (
     "config.yaml",
@@ -80,13 +80,12 @@ class RunLog:
     def __init__(self, active: bool = True) -> None:
         self.logger = logging.getLogger("nmt")
         self.level = logging.INFO if active else logging.WARNING
-        console = logging.StreamHandler(sys.stderr)
-        console.setFormatter(logging.Formatter("%(message)s"))
+        self.console = console_log(self.level)
         self.early = logging.handlers.MemoryHandler(capacity=10_000, flushLevel=logging.CRITICAL)
-        self.handlers: list[logging.Handler] = [console, self.early] if active else [console]
+        self.handlers: list[logging.Handler] = [self.early] if active else []
 
     def __enter__(self) -> RunLog:
-        self.logger.setLevel(self.level)
+        self.console.__enter__()
         for handler in self.handlers:
             self.logger.addHandler(handler)
         return self
@@ -98,13 +97,14 @@ class RunLog:
         self.early.setTarget(file_handler)
         self.early.close()  # flushes into train.log
         self.logger.removeHandler(self.early)
-        self.handlers = [self.handlers[0], file_handler]
+        self.handlers = [file_handler]
         self.logger.addHandler(file_handler)
 
     def __exit__(self, *exc_info) -> None:
         for handler in self.handlers:
             self.logger.removeHandler(handler)
             handler.close()
+        self.console.__exit__(*exc_info)
 
 
 def step_checkpoints(run_dir: Path) -> list[Path]:
