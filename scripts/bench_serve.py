@@ -66,7 +66,9 @@ def baseline(checkpoint: Path, lines: list[str], beam: int | None) -> dict:
 
     from nmt import Translator
 
-    translator = Translator.load(checkpoint, device="cpu", **({"beam": beam} if beam else {}))
+    translator = Translator.load(
+        checkpoint, device="cpu", workers=None, **({"beam": beam} if beam else {})
+    )
     started = time.perf_counter()
     translator.translate(lines, batch_size=64)
     seconds = time.perf_counter() - started

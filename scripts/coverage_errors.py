@@ -57,7 +57,7 @@ def main() -> None:
     sources, references = read_lines(args.src), read_lines(args.ref)
     translator = Translator.load(args.checkpoint, workers=args.workers, beam=args.beam)
     for beta in args.coverage_penalty:
-        translations = translator.translate(sources, coverage_penalty=beta)
+        translations = translator.translate(sources, coverage_penalty=beta, attention=True)
         texts = [t.text for t in translations]
         attended = [
             t.nbest[0].hypothesis.attention.float().mean(1).sum(0)  # [S] per source subword

@@ -50,7 +50,7 @@ def main() -> None:
     from nmt.translate.translator import Translator
 
     for checkpoint in args.checkpoint:
-        translator = Translator.load(checkpoint, beam=args.beam, nbest=1)
+        translator = Translator.load(checkpoint, workers=None, beam=args.beam, nbest=1)
         for direction in args.directions:
             source, target = direction.split("-")
             sources = read_lines(args.data / f"{args.split}.{source}")

@@ -29,8 +29,9 @@ def serve(
         typer.Option(
             metavar="KEY",
             envvar="NMT_API_KEY",
-            help="Require 'Authorization: Bearer KEY' on every API route but health "
-            "(or set NMT_API_KEY, which ps does not show).",
+            help="Require 'Authorization: Bearer KEY' on every API route but health; the "
+            "page and the API docs (/docs) stay readable and ask for it (or set NMT_API_KEY, "
+            "which ps does not show).",
         ),
     ] = None,
     max_sentences: Annotated[

@@ -133,7 +133,8 @@ def encode_constraints(
         raise ConstraintError(
             "constraints",
             f"{count} phrases, more than decode.max_constraints={max_constraints}; "
-            "give fewer, or raise the limit (--max-constraints)",
+            "give fewer, or raise the limit (--max-constraints of nmt translate and nmt serve, "
+            "max_constraints in Python)",
         )
     encoded = {}
     for field in FIELDS:
@@ -160,7 +161,8 @@ def _check_length(field: str, what: str, pieces: list[int] | tuple[int, ...], li
             field,
             f"{what} is {len(pieces)} subwords, but this sentence's translation is limited to "
             f"{limit} (decode.max_len_ratio x its source subwords + decode.max_len_extra); "
-            "shorten it, or raise the limit (--max-len-extra)",
+            "shorten it, or raise the limit (--max-len-extra of nmt translate and nmt serve, "
+            "max_len_extra in Python)",
         )
 
 

@@ -169,7 +169,8 @@ def write_translations(
                 for translation in translations:
                     for line in format_translation(index, translation, nbest, alignments):
                         sink.write(line + "\n")
-                    sink.flush()
+                    if not source.regular:  # a REPL or a pipeline waits for each line
+                        sink.flush()
                     if plot_dir is not None:
                         plot_translation(index, translation, plot_dir)
                     if translation.constraints_met is False:
@@ -182,6 +183,7 @@ def write_translations(
                 raise UserError(f"input line {line}, {error.field}: {error.detail}.") from None
     finally:
         progress.close()
+        sink.flush()
     for given in (constraints, prefixes):
         if given is not None:
             given.check_ended(index)
