@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, BinaryIO, Literal, TextIO
 
 import typer
 
@@ -124,48 +126,67 @@ def translate(
             engine, checkpoint, model, decode, alignments, attention_plots, attention_layer
         )
         check_output_dir(output)
-        source = InputLines(*_opened(input)) if input else InputLines(sys.stdin.buffer)
-        terms = (
-            FileLines("--constraints", constraints, constraints_line(constraints))
-            if constraints
-            else None
-        )
-        starts = FileLines("--prefix", prefix, prefix_line) if prefix else None
-        if engine == "ctranslate2":
-            from nmt.export.engine import load_ctranslate2_translator
-
-            translator = load_ctranslate2_translator(model, quantize, workers, tgt_lang, **decode)
-        else:
-            from nmt.translate.translator import Translator
-
-            translator = Translator.load(
-                checkpoint,
-                attention_layer=attention_layer,
-                quantize=quantize,
-                workers=workers,
-                tgt_lang=tgt_lang,
-                **decode,
+        with contextlib.ExitStack() as files:
+            if input:
+                source = InputLines(files.enter_context(_opened(input)), str(input))
+            else:
+                source = InputLines(sys.stdin.buffer)
+            terms = starts = None
+            if constraints:
+                parse = constraints_line(constraints)
+                terms = files.enter_context(FileLines("--constraints", constraints, parse))
+            if prefix:
+                starts = files.enter_context(FileLines("--prefix", prefix, prefix_line))
+            translator = _translator(
+                engine, checkpoint, model, quantize, workers, tgt_lang, attention_layer, decode
             )
-        with output_stream(output) as sink:
-            write_translations(
-                translator,
-                source,
-                sink,
-                alignments=alignments,
-                plot_dir=attention_plots,
-                constraints=terms,
-                prefixes=starts,
-            )
+            with output_stream(output) as sink:
+                write_translations(
+                    translator,
+                    source,
+                    sink,
+                    alignments=alignments,
+                    plot_dir=attention_plots,
+                    constraints=terms,
+                    prefixes=starts,
+                )
 
     guarded(action)
 
 
-def _opened(path: Path) -> tuple[object, str]:
-    """A file to read as binary, and its name for errors; a UserError if it cannot be."""
+def _opened(path: Path) -> BinaryIO:
+    """A file to read as binary; a UserError if it cannot be."""
     try:
-        return path.open("rb"), str(path)
+        return path.open("rb")
     except OSError as error:
         raise UserError(f"cannot read {path}: {error.strerror}.") from None
+
+
+def _translator(
+    engine: str,
+    checkpoint: list[Path] | None,
+    model: Path | None,
+    quantize: str | None,
+    workers: int | None,
+    tgt_lang: str | None,
+    attention_layer: int | None,
+    decode: dict,
+) -> Any:
+    """Our Translator of the checkpoints, or CTranslate2's of an exported model."""
+    if engine == "ctranslate2":
+        from nmt.export.engine import load_ctranslate2_translator
+
+        return load_ctranslate2_translator(model, quantize, workers, tgt_lang, **decode)
+    from nmt.translate.translator import Translator
+
+    return Translator.load(
+        checkpoint,
+        attention_layer=attention_layer,
+        quantize=quantize,
+        workers=workers,
+        tgt_lang=tgt_lang,
+        **decode,
+    )
 
 
 def _check_engine_options(
@@ -395,35 +416,49 @@ def score(
     """
 
     def action() -> None:
-        from nmt.terminal import ProgressLine
         from nmt.translate.lines import FileLines
-        from nmt.translate.pipeline import CHUNK_LINES
-        from nmt.translate.translator import Translator
 
         if not checkpoint or src is None or tgt is None:
             raise UserError("nmt score needs --checkpoint FILE, --src FILE and --tgt FILE.")
         check_output_dir(output)
-        sources = FileLines("--src", src, lambda line, _: line)
-        targets = FileLines("--tgt", tgt, lambda line, _: line)
-        if sources.total != targets.total:
-            raise UserError(
-                f"--src {src} has {sources.total} lines but --tgt {tgt} has {targets.total}; "
-                "they must align line by line."
-            )
-        translator = Translator.load(checkpoint, workers=workers, tgt_lang=tgt_lang, **decode)
-        progress, cut, unknown = ProgressLine("scoring", sources.total), 0, 0
-        with output_stream(output) as sink:
-            while chunk := list(itertools.islice(zip(sources, targets, strict=True), CHUNK_LINES)):
-                pairs = translator.score([s for s, _ in chunk], [t for _, t in chunk])
-                for pair in pairs:
-                    sink.write(_score_line(pair, as_json) + "\n")
-                    cut += pair.total is not None and not pair.ended
-                    unknown += pair.unknown > 0
-                progress.advance(len(chunk))
-        progress.close()
-        _warn_about_scores(cut, unknown)
+        with FileLines("--src", src, _text) as sources, FileLines("--tgt", tgt, _text) as targets:
+            if sources.total != targets.total:
+                raise UserError(
+                    f"--src {src} has {sources.total} lines but --tgt {tgt} has "
+                    f"{targets.total}; they must align line by line."
+                )
+            from nmt.translate.translator import Translator
+
+            translator = Translator.load(checkpoint, workers=workers, tgt_lang=tgt_lang, **decode)
+            with output_stream(output) as sink:
+                _write_scores(
+                    translator, zip(sources, targets, strict=True), sources.total, sink, as_json
+                )
 
     guarded(action)
+
+
+def _text(line: str, number: int) -> str:
+    return line
+
+
+def _write_scores(translator: Any, pairs: Iterator, total: int, sink: TextIO, as_json: bool):
+    """Scores the (source, target) pairs a chunk at a time, a line per pair, with a progress
+    line on a terminal and a warning for targets cut at their limit or holding <unk>."""
+    from nmt.terminal import ProgressLine
+    from nmt.translate.pipeline import CHUNK_LINES
+
+    progress, cut, unknown = ProgressLine("scoring", total), 0, 0
+    try:
+        while chunk := list(itertools.islice(pairs, CHUNK_LINES)):
+            for pair in translator.score([s for s, _ in chunk], [t for _, t in chunk]):
+                sink.write(_score_line(pair, as_json) + "\n")
+                cut += pair.total is not None and not pair.ended
+                unknown += pair.unknown > 0
+            progress.advance(len(chunk))
+    finally:
+        progress.close()
+    _warn_about_scores(cut, unknown)
 
 
 def _score_line(pair, as_json: bool) -> str:

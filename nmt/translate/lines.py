@@ -61,7 +61,7 @@ class InputLines:
 class FileLines:
     """The lines of a file given beside the input (`--constraints`, `--prefix`, `--tgt`),
     read one at a time and parsed by `parse(line, number)`; `name` names it in errors and
-    `total` is its number of lines."""
+    `total` is its number of lines. A context manager that closes the file."""
 
     def __init__(self, option: str, path: Path, parse: Callable[[str, int], Any]):
         try:
@@ -76,6 +76,12 @@ class FileLines:
     @property
     def name(self) -> str:
         return f"{self.option} {self.path} ({self.count} lines)"
+
+    def __enter__(self) -> FileLines:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stream.close()
 
     def __iter__(self) -> FileLines:
         return self

@@ -9,7 +9,7 @@ What it answers is in results.py, how checkpoints load in loading.py, the line p
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
 import torch
@@ -156,7 +156,7 @@ class Translator:
         prefix: Iterable[str | None] | None = None,
         tgt_lang: str | None = None,
         chunk: int | None = CHUNK_LINES,
-        done: Any = None,
+        done: Callable[[int], None] | None = None,
     ) -> Iterator[Translation]:
         """Each line's Translation in input order, `chunk` lines at a time (None: all at
         once), so memory stays bounded whatever the input's length. Options not given are
