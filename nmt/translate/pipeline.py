@@ -65,7 +65,8 @@ def translate_stream(
     """Each line's Translation, in order, a chunk of `chunk_lines` lines at a time (None: all
     lines in one). `constraints` and `prefixes`: one per line (None: none), read in step
     with the lines; when they end first, a UserError names them (by their `name`, if they
-    have one). `done` hears the number of sentences of each batch searched."""
+    have one). `done` hears the number of sentences of each batch searched (and of each
+    chunk's blank lines), so that it counts every line."""
     batch_size = batch_size or decode.batch_size
     items = _in_step(lines, constraints, prefixes)
     first, batch = 0, 0
@@ -113,6 +114,8 @@ def _translate_chunk(
         return found
 
     found = parallel_map(searched, list(enumerate(batches)), workers)
+    if done is not None and len(order) < len(chunk):
+        done(len(chunk) - len(order))  # the blank lines, which need no search
     for batch, hypotheses_of in zip(batches, found, strict=True):
         for index, hypotheses in zip(batch, hypotheses_of, strict=True):
             candidates = _candidates(
