@@ -8,6 +8,7 @@ import re
 import pytest
 from typer.testing import CliRunner
 
+from conftest import make_translator
 from nmt.cli import app
 from nmt.data.demo import generate_pairs
 from nmt.errors import UserError
@@ -160,3 +161,16 @@ def test_a_constraints_file_names_the_line_of_an_unknown_field(tmp_path):
     assert parse(lines[0], 1) == TextConstraints(include=("a",)) and parse(lines[1], 2) is None
     with pytest.raises(UserError, match=r"terms.jsonl, line 3: unknown field\(s\) must"):
         parse(lines[2], 3)
+
+
+def test_text_forced_in_with_characters_the_vocabulary_lacks_is_refused(tiny_config, tokenizer):
+    """An included phrase or a prefix would come out as <unk> where its characters are
+    missing from the target vocabulary (the tiny one has no capitals and no euro sign);
+    an excluded one can never appear anyway and passes."""
+    translator = make_translator(tiny_config, tokenizer, beam=2)
+    with pytest.raises(UserError, match=r"constraints.include: the phrase 'hund€' holds '€'"):
+        translator.translate("the dog sleeps.", constraints={"include": ["hund€"]})
+    with pytest.raises(UserError, match=r"prefix: the prefix holds 'D', which the model"):
+        translator.translate("the dog sleeps.", prefix="Der")
+    excluded = translator.translate("the dog sleeps.", constraints={"exclude": ["hund€"]})
+    assert excluded.constraints_met is True
