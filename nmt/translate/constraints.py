@@ -112,6 +112,14 @@ def constraints_line(path: Path) -> Callable[[str, int], TextConstraints | None]
     return parse
 
 
+def prefix_text(value: object) -> str | None:
+    """A prefix as the Python API and the server take it: text, or None; a ConstraintError
+    otherwise."""
+    if value is not None and not isinstance(value, str):
+        raise ConstraintError("prefix", f"expected text, got {type(value).__name__}")
+    return value
+
+
 def prefix_line(line: str, number: int) -> str | None:
     """A line of a --prefix file: the text a translation starts with; blank for none."""
     return line.strip() or None
@@ -191,9 +199,7 @@ def check_constraints(
     parse_constraints) and `prefix` can be decoded for `source` with `decode` and
     `tokenizer` (the one towards the target language): the server checks each request's
     before it joins a batch."""
-    wanted = parse_constraints(constraints)
-    if prefix is not None and not isinstance(prefix, str):
-        raise ConstraintError("prefix", f"expected text, got {type(prefix).__name__}")
+    wanted, prefix = parse_constraints(constraints), prefix_text(prefix)
     if decode.sample and wanted is not None and wanted.include:
         raise ConstraintError(
             "constraints.include",

@@ -52,7 +52,8 @@ def score_pairs(
         ids = target_ids(tokenizer, target, source, copies)
         ended = len(ids) < limit  # search writes eos only within the limit
         scored.append([*ids, tgt.eos_id] if ended else ids)
-        pieces = tgt.pieces(scored[-1], tokenizer.src.pieces(source))
+        copied = tokenizer.src.pieces(source) if any(t >= tgt.size for t in ids) else ()
+        pieces = tgt.pieces(scored[-1], copied)  # a copied piece is named by its source
         results.append(PairScore(None, pieces, [], None, ended, ids.count(tgt.unk_id)))
     order = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
     batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]

@@ -19,9 +19,9 @@ from nmt.cores import available_cores
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.translate.constraints import (
-    ConstraintError,
     TextConstraints,
     parse_constraints,
+    prefix_text,
 )
 from nmt.translate.decoding import search_batch
 from nmt.translate.loading import PathLike, decode_settings, load_model, tokenizer_towards
@@ -134,7 +134,7 @@ class Translator:
         single = isinstance(sentences, str)
         lines = [sentences] if single else _sentences(sentences)
         guides = per_sentence(constraints, lines, single, "constraints", parse_constraints)
-        starts = per_sentence(prefix, lines, single, "prefix", _prefix_text)
+        starts = per_sentence(prefix, lines, single, "prefix", prefix_text)
         found = list(self.stream(lines, constraints=guides, prefix=starts, chunk=None, **options))
         return found[0] if single else found
 
@@ -214,12 +214,6 @@ class Translator:
             batch_size or self.decode.batch_size,
             self.workers,
         )
-
-
-def _prefix_text(value: Any) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise ConstraintError("prefix", f"expected text, got {type(value).__name__}")
-    return value
 
 
 def _sentences(sentences: Sequence[str]) -> list[str]:
