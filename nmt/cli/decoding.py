@@ -29,7 +29,7 @@ SEARCH = ("batch_size", "beam", "alpha", "max_src_len", "max_len_extra", "no_rep
 SAMPLING = ("nbest", "sample", "temperature", "top_k", "top_p", "seed")
 
 
-@decoding(*SEARCH, "coverage_penalty", "max_constraints", *SAMPLING)
+@decoding(*SEARCH, "coverage_penalty", "max_constraints", "shortlist", *SAMPLING)
 def translate(
     checkpoint: checkpoints_option("translate with an ensemble") = None,
     engine: Annotated[
@@ -231,7 +231,7 @@ def _check_engine_options(
         )
 
 
-@decoding(*SEARCH, "coverage_penalty", "max_constraints")
+@decoding(*SEARCH, "coverage_penalty", "max_constraints", "shortlist")
 def evaluate(
     checkpoint: checkpoints_option(
         "compare systems (paired bootstrap p-values against the first)"

@@ -24,6 +24,15 @@ def export(
         Literal["ctranslate2"],
         typer.Option("--format", metavar="ctranslate2", help="The runtime to export for."),
     ] = "ctranslate2",
+    shortlist: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            metavar="K",
+            help="Write the checkpoint's shortlist (nmt shortlist), each source piece's K best, "
+            "as CTranslate2's vocabulary map, used by default (0: none).",
+        ),
+    ] = 0,
 ) -> None:
     """Export a Transformer checkpoint for CTranslate2: weights, vocabularies, SentencePiece
     model(s) and a README.txt on how to translate with it (needs pip install 'nmt[ctranslate2]').
@@ -39,7 +48,7 @@ def export(
     def action() -> None:
         from nmt.export.converter import export_ctranslate2
 
-        directory = export_ctranslate2(checkpoint, output)
+        directory = export_ctranslate2(checkpoint, output, shortlist)
         typer.echo(
             f"exported {checkpoint} to {directory} ({format_}); translate with: nmt translate "
             f"--engine ctranslate2 --model {directory}"

@@ -93,6 +93,16 @@ DECODE_OPTIONS: dict[str, Any] = {  # unset, each comes from the checkpoint's de
             "words of log min(attention received, 1) (0: off; default: decode.coverage_penalty).",
         ),
     ],
+    "shortlist": Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            metavar="K",
+            help="Write only pieces of the shortlist beside the checkpoint (nmt shortlist): "
+            "each source piece's K best, and the frequent ones; faster (0: off; default: "
+            "decode.shortlist).",
+        ),
+    ],
     "max_constraints": Annotated[
         int | None,
         typer.Option(

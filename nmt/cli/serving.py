@@ -10,7 +10,14 @@ from nmt.cli.common import guarded
 from nmt.cli.options import CHECKPOINT_HELP, QuantizeOption, WorkersOption, decoding
 
 
-@decoding("max_src_len", "max_len_extra", "no_repeat_ngram", "coverage_penalty", "max_constraints")
+@decoding(
+    "max_src_len",
+    "max_len_extra",
+    "no_repeat_ngram",
+    "coverage_penalty",
+    "max_constraints",
+    "shortlist",
+)
 def serve(
     checkpoint: Annotated[
         list[str],

@@ -559,11 +559,15 @@ class DecodeConfig:
     no_repeat_ngram: int = 0  # n > 0: no translation repeats an n-gram (0: off)
     max_constraints: int = 16  # phrases one sentence may include or exclude (search cost)
     coverage_penalty: float = 0.0  # GNMT's beta: rank by + beta * sum_j log min(attention, 1)
+    # K > 0: write only target pieces of the vocabulary shortlist beside the checkpoint (its
+    # K best per source piece, and the frequent ones: nmt/translate/shortlist.py); 0: off
+    shortlist: int = 0
 
     def __post_init__(self) -> None:
         _positive(
             self, "batch_size", "beam", "nbest", "temperature", "max_src_len", "max_constraints"
         )
+        _require(self.shortlist >= 0, "shortlist", f"must be >= 0 (0: off), got {self.shortlist}")
         _require(
             self.no_repeat_ngram >= 0,
             "no_repeat_ngram",

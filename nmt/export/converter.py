@@ -32,6 +32,7 @@ decode defaults and languages for `nmt translate --engine ctranslate2`), and REA
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -53,8 +54,10 @@ from nmt.model.attention import Attention
 from nmt.model.layers import TransformerLayer
 from nmt.model.positions import RelativePositions
 from nmt.model.seq2seq import Seq2Seq
+from nmt.translate.shortlist import Shortlist, load_shortlist
 
 CONFIG_FILE = "nmt.json"
+VMAP_FILE = "vmap.txt"  # the vocabulary map CTranslate2 reads beside model.bin
 MIN_POSITIONS = 1024  # CTranslate2's default max_input_length: the table must reach that far
 LAYER_NORM_EPS = 1e-5  # nn.LayerNorm's default; CTranslate2 assumes 1e-6 unless told
 INSTALL_HINT = "pip install 'nmt[ctranslate2]'"
@@ -67,12 +70,14 @@ def import_ctranslate2(needed_by: str) -> Any:
     return ctranslate2
 
 
-def export_ctranslate2(checkpoint: Path, output: Path) -> Path:
+def export_ctranslate2(checkpoint: Path, output: Path, shortlist: int = 0) -> Path:
     """Writes `output`, a CTranslate2 model directory for the Transformer in `checkpoint`.
 
     `output` must not exist, or be an empty directory (its parents are created); it is
     written in a sibling temporary directory and renamed into place, so a failed export
-    leaves nothing half-written.
+    leaves nothing half-written. `shortlist` K > 0 writes the checkpoint's shortlist (its K
+    best per source piece) as CTranslate2's vocabulary map, vmap.txt, and makes it the
+    exported decode default (decode.shortlist: K), so its engine decodes with it.
     """
     import_ctranslate2("nmt export --format ctranslate2")
     output = Path(output)
@@ -90,6 +95,13 @@ def export_ctranslate2(checkpoint: Path, output: Path) -> Path:
             "Transformers export (encoder type self_attention, decoder type transformer, "
             "attention multihead with softmax)."
         )
+    vmap = None
+    if shortlist:
+        table = load_shortlist(checkpoint, tokenizer.src.size, tokenizer.tgt.size)
+        vmap = vocabulary_map(table, shortlist, tokenizer)
+        config = dataclasses.replace(
+            config, decode=dataclasses.replace(config.decode, shortlist=shortlist)
+        )
     spec = transformer_spec(model, config, tokenizer)
     staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
     try:
@@ -97,6 +109,8 @@ def export_ctranslate2(checkpoint: Path, output: Path) -> Path:
         spec.optimize(quantization=None)
         spec.save(str(staging))
         tokenizer.save(staging)
+        if vmap is not None:
+            (staging / VMAP_FILE).write_text(vmap, "utf-8")
         config_text = json.dumps(config_to_dict(config), indent=2, ensure_ascii=False)
         (staging / CONFIG_FILE).write_text(config_text + "\n", "utf-8")
         (staging / "README.txt").write_text(readme(output, tokenizer, config), "utf-8")
@@ -107,6 +121,19 @@ def export_ctranslate2(checkpoint: Path, output: Path) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return output
+
+
+def vocabulary_map(shortlist: Shortlist, best: int, tokenizer: Tokenizer) -> str:
+    """CTranslate2's vmap.txt: a line per source piece, its tab, its `best` candidates
+    separated by spaces; the first line's empty source holds the pieces always allowed."""
+    src = tokenizer.src.pieces(range(tokenizer.src.size))
+    tgt = tokenizer.tgt.pieces(range(tokenizer.tgt.size))
+    lines = ["\t" + " ".join(tgt[i] for i in shortlist.frequent.tolist())]
+    for piece, row in zip(src, shortlist.candidates[:, :best].tolist(), strict=True):
+        chosen = [tgt[i] for i in row if i >= 0]
+        if chosen:
+            lines.append(piece + "\t" + " ".join(chosen))
+    return "\n".join(lines) + "\n"
 
 
 def unexportable(config: ModelConfig) -> str | None:

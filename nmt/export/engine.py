@@ -43,7 +43,7 @@ from nmt.config import ConfigError, DecodeConfig, Experiment, checkpoint_config
 from nmt.cores import available_cores
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
-from nmt.export.converter import CONFIG_FILE, import_ctranslate2
+from nmt.export.converter import CONFIG_FILE, VMAP_FILE, import_ctranslate2
 from nmt.search import Hypothesis, max_lengths
 from nmt.search.constraints import Constraints
 from nmt.translate.loading import tokenizer_towards
@@ -184,6 +184,7 @@ class CTranslate2Translator:
             return_end_token=True,
             return_scores=True,
             no_repeat_ngram_size=self.decode.no_repeat_ngram,
+            use_vmap=self.decode.shortlist > 0,
         )
 
     def _hypotheses(self, output: Any) -> list[Hypothesis]:
@@ -227,6 +228,12 @@ def load_ctranslate2_translator(
         decode = dataclasses.replace(config.decode, **decode_overrides)
     except ConfigError as error:
         raise ConfigError(f"decode.{error.path}", error.detail) from None
+    if decode.shortlist and not (model_dir / VMAP_FILE).is_file():
+        raise UserError(
+            f"--shortlist {decode.shortlist}: {model_dir} has no vocabulary map ({VMAP_FILE}); "
+            "export it with `nmt export --format ctranslate2 --shortlist K` (after `nmt "
+            "shortlist`), or translate with --shortlist 0."
+        )
     if decode.sample:
         raise UserError(
             "--engine ctranslate2 decodes by beam or greedy search; drop --sample (or give "

@@ -32,7 +32,7 @@ from nmt.model.positions import AttentionPositions
 
 class Memory(NamedTuple):
     """What a query attends over; every field has batch first so `index_select(0)` reorders it,
-    and positions second to last (`mask`: last), so a decoder can append its newest position.
+    and positions second to last (`mask`: last).
 
     `rows` maps query rows to memory rows (None: query row i reads memory row i). `select`
     only composes that map: search reorders and repeats hypotheses at every step, and copying
@@ -47,22 +47,6 @@ class Memory(NamedTuple):
 
     def select(self, indices: torch.Tensor) -> Memory:
         return self._replace(rows=indices if self.rows is None else self.rows[indices])
-
-    def materialised(self) -> Memory:
-        """The same memory with one row per query row: `rows` applied."""
-        if self.rows is None:
-            return self
-        fields = (self.keys, self.values, self.mask)
-        return Memory(*(None if f is None else f.index_select(0, self.rows) for f in fields))
-
-    def extended(self, newer: Memory) -> Memory:
-        """This memory followed by `newer`'s positions (a self-attention cache, one step on)."""
-        if self.mask is not None or newer.mask is not None:
-            raise ValueError("only memories without padding (mask None) are extended")
-        own = self.materialised()
-        return Memory(
-            torch.cat([own.keys, newer.keys], -2), torch.cat([own.values, newer.values], -2), None
-        )
 
 
 def query_slots(rows: torch.Tensor, groups: int) -> tuple[torch.Tensor, int]:
@@ -318,6 +302,7 @@ class Attention(nn.Module):
         """queries [B, H, T, d]; `bias` [B or 1, H, T, S] is added to the scaled scores."""
         dropout = self.dropout.p if self.training else 0.0
         length, positions = queries.size(-2), memory.keys.size(-2)
+        causal = causal and length > 1  # one query, the last position, sees every position
         if bias is None and memory.mask is None and (not causal or positions == length):
             allowed = None  # the kernel's own causal mask, or none at all
         else:

@@ -23,25 +23,12 @@ checkpointed: the backward pass recomputes a chunk's [rows, V] logits instead of
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 CHUNK_ROWS = 512  # target rows whose [rows, V] logits one checkpointed chunk holds
-
-
-@dataclass
-class CopyState:
-    """A copy model's decoder state plus the extended target ids of its source tokens."""
-
-    decoder: Any
-    source_ids: torch.Tensor  # [B, S]: a target id, or V + first position if unmapped
-
-    def select(self, indices: torch.Tensor) -> CopyState:
-        return CopyState(self.decoder.select(indices), self.source_ids.index_select(0, indices))
 
 
 class Copy(nn.Module):

@@ -47,8 +47,9 @@ class Decoder(Protocol):
         ...
 
     def step(
-        self, state: DecoderState, prev_tokens: torch.Tensor
-    ) -> tuple[torch.Tensor, DecoderState, torch.Tensor, torch.Tensor | None]:
+        self, state: DecoderState, prev_tokens: torch.Tensor, need_weights: bool = True
+    ) -> tuple[torch.Tensor, DecoderState, torch.Tensor | None, torch.Tensor | None]:
         """One target step. prev_tokens [B] -> output features [B, D], next state, reported
-        weights [B, H, S], the weights to copy with [B, H, S] (or None, as in `forward`)."""
+        weights [B, H, S] (a decoder may return None when they are not needed), the weights
+        to copy with [B, H, S] (or None, as in `forward`)."""
         ...

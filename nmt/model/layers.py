@@ -14,6 +14,7 @@ from torch import nn
 
 from nmt.config import AttentionConfig, EncoderConfig
 from nmt.model.attention import Attention, Memory, build_attention
+from nmt.model.cache import KeyValueCache
 from nmt.model.dropout import Dropout
 from nmt.model.positions import attention_positions
 
@@ -69,22 +70,22 @@ class TransformerLayer(nn.Module):
         self,
         x: torch.Tensor,
         mask: torch.Tensor | None,
-        cache: Memory | None = None,
+        cache: KeyValueCache | None = None,
         source: Memory | None = None,
         need_weights: bool = False,
-    ) -> tuple[torch.Tensor, Memory, torch.Tensor | None]:
-        """x [B, T, D] -> x [B, T, D], the self-attention memory, cross-attention weights.
+    ) -> tuple[torch.Tensor, KeyValueCache | None, torch.Tensor | None]:
+        """x [B, T, D] -> x [B, T, D], the next self-attention cache, cross-attention weights.
 
         mask [B, T] marks x's real positions (None: all). `cache` holds the self-attention
-        memory of earlier positions (incremental decoding); the memory returned includes x's
-        own, so it is the next step's cache. Decoder layers attend over `source` too and
-        return its weights [B, T, H, S] when asked (`need_weights`), else None.
+        keys and values of earlier positions (incremental decoding); the cache returned has
+        x's own too, so it is the next step's (None without a cache). Decoder layers attend
+        over `source` too and return its weights [B, T, H, S] when asked (`need_weights`).
         """
         normed = self._input(x, self.attention_norm)
-        start = 0 if cache is None else cache.keys.size(-2)
-        memory = self.attention.prepare(normed, mask, start)
+        memory = self.attention.prepare(normed, mask, 0 if cache is None else cache.length)
         if cache is not None:
-            memory = cache.extended(memory)
+            cache = cache.appended(memory)
+            memory = cache.memory()
         context, _ = self.attention(normed, memory, causal=self.causal, need_weights=False)
         x = self._residual(x, context, self.attention_norm)
         weights = None
@@ -93,7 +94,7 @@ class TransformerLayer(nn.Module):
             context, weights = self.cross_attention(normed, source, need_weights=need_weights)
             x = self._residual(x, context, self.cross_attention_norm)
         output = self.feed_forward(self._input(x, self.feed_forward_norm))
-        return self._residual(x, output, self.feed_forward_norm), memory, weights
+        return self._residual(x, output, self.feed_forward_norm), cache, weights
 
     def _input(self, x: torch.Tensor, norm: nn.LayerNorm) -> torch.Tensor:
         """What a sub-layer reads: LN x under pre-norm, x itself under post-norm."""

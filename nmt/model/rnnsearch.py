@@ -113,10 +113,10 @@ class RNNSearchDecoder(nn.Module):
         return features, stacked, stacked
 
     def step(
-        self, state: RNNSearchState, prev_tokens: torch.Tensor
+        self, state: RNNSearchState, prev_tokens: torch.Tensor, need_weights: bool = True
     ) -> tuple[torch.Tensor, RNNSearchState, torch.Tensor, torch.Tensor]:
         """One target step. prev_tokens [B] -> output features [B, out_dim], next state,
-        attention weights [B, H, S] (twice, as in `forward`)."""
+        attention weights [B, H, S] (twice, as in `forward`, whatever `need_weights` says)."""
         embedded = self.dropout(self.embed(prev_tokens))  # [B, E]
         state, context, weights = self._advance(state, self.embedding_gates(embedded))
         return self._readout(state.hidden, embedded, context), state, weights, weights

@@ -4,20 +4,27 @@ Search is written against `encode`, `init_state` and `step`; training calls the 
 which returns the loss: the vocabulary projection is fused with the loss (nmt/model/loss.py),
 so nothing outside this package touches the output layer. A copy model (nmt/model/copy.py)
 scores V + S columns in search, the last S for source pieces the target vocabulary lacks.
+
+Search tells `init_state` what it needs beyond the logits: attention weights or not (a
+Transformer attends faster without them), and optionally a shortlist of the target pieces the
+output layer computes at all (the others get -inf): the projection onto those rows of its
+weight, sliced once per batch, costs the share of the vocabulary they are.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from nmt.config import ConfigError, ModelConfig
 from nmt.model.attention import build_attention
-from nmt.model.copy import Copy, CopyState, copy_loss
+from nmt.model.copy import Copy, copy_loss
 from nmt.model.coverage import attention_overlap
 from nmt.model.decoder import Decoder, DecoderState
 from nmt.model.encoder import EncoderOutput, build_encoder
@@ -35,6 +42,47 @@ class Vocabulary(Protocol):
     unk_id: int
 
     def pieces(self, ids: Sequence[int]) -> list[str]: ...
+
+
+@dataclass
+class RestrictedOutput:
+    """The output layer computing only `columns` [K] of its V; the rest of a row is -inf."""
+
+    columns: torch.Tensor  # [K] target ids
+    weight: torch.Tensor  # [K, D] the output layer's rows for them
+    bias: torch.Tensor | None  # [K]
+    size: int  # V
+
+    @classmethod
+    def of(cls, layer: nn.Linear, columns: torch.Tensor) -> RestrictedOutput:
+        columns = columns.to(layer.weight.device)
+        bias = None if layer.bias is None else layer.bias.index_select(0, columns)
+        return cls(columns, layer.weight.index_select(0, columns), bias, layer.out_features)
+
+    def logits(self, features: torch.Tensor) -> torch.Tensor:
+        """features [B, D] -> logits [B, V], -inf outside the columns."""
+        restricted = F.linear(features, self.weight, self.bias)
+        full = restricted.new_full((features.size(0), self.size), float("-inf"))
+        return full.index_copy_(1, self.columns, restricted)
+
+
+@dataclass
+class SearchState:
+    """What a Seq2Seq carries from step to step of search."""
+
+    decoder: DecoderState
+    need_weights: bool  # whether `step` returns the attention weights (else None)
+    output: RestrictedOutput | None = None  # None: the whole vocabulary
+    source_ids: torch.Tensor | None = None  # a copy model's [B, S]: target id or V + position
+
+    def select(self, indices: torch.Tensor) -> SearchState:
+        """Reorders (or repeats) batch rows, e.g. to follow beam-search back-pointers."""
+        ids = self.source_ids
+        return dataclasses.replace(
+            self,
+            decoder=self.decoder.select(indices),
+            source_ids=None if ids is None else ids.index_select(0, indices),
+        )
 
 
 class Seq2Seq(nn.Module):
@@ -68,33 +116,40 @@ class Seq2Seq(nn.Module):
         encoded = self.encoder(src, src_lengths)
         return encoded if self.copy is None else dataclasses.replace(encoded, src=src)
 
-    def init_state(self, encoded: EncoderOutput) -> DecoderState:
-        state = self.decoder.init_state(encoded)
-        if self.copy is None:
-            return state
-        return CopyState(state, self.copy.source_ids(encoded.src))
+    def init_state(
+        self,
+        encoded: EncoderOutput,
+        need_weights: bool = True,
+        shortlist: torch.Tensor | None = None,
+    ) -> SearchState:
+        """The state before the first target token. `need_weights`: whether `step` returns
+        attention weights; `shortlist` [K]: the target ids the output layer computes (None:
+        all)."""
+        output = None if shortlist is None else RestrictedOutput.of(self.output_layer, shortlist)
+        ids = None if self.copy is None else self.copy.source_ids(encoded.src)
+        return SearchState(self.decoder.init_state(encoded), need_weights, output, ids)
 
     def step(
-        self, state: DecoderState, prev_tokens: torch.Tensor
-    ) -> tuple[torch.Tensor, DecoderState, torch.Tensor]:
-        """prev_tokens [B] -> logits [B, V], next state, attention weights [B, H, S]; a copy
-        model's log-probabilities [B, V + S] instead of logits."""
-        if self.copy is None:
-            features, state, weights, _ = self.decoder.step(state, prev_tokens)
-            return self.output_layer(features), state, weights
+        self, state: SearchState, prev_tokens: torch.Tensor
+    ) -> tuple[torch.Tensor, SearchState, torch.Tensor | None]:
+        """prev_tokens [B] -> logits [B, V], next state, attention weights [B, H, S] (None
+        unless the state needs them); a copy model's log-probabilities [B, V + S] instead
+        of logits."""
         copy = self.copy
+        tokens = prev_tokens if copy is None else copy.readable(prev_tokens)
         features, decoder_state, weights, copying = self.decoder.step(
-            state.decoder, copy.readable(prev_tokens)
+            state.decoder, tokens, state.need_weights
         )
+        output = state.output
+        logits = self.output_layer(features) if output is None else output.logits(features)
+        state = dataclasses.replace(state, decoder=decoder_state)
+        if copy is None:
+            return logits, state, weights
         ids = state.source_ids
         log_probs = copy.log_probs(
-            self.output_layer(features),
-            features,
-            copying.mean(1),
-            ids,
-            copy.vocab_size + ids.size(1),
+            logits, features, copying.mean(1), ids, copy.vocab_size + ids.size(1)
         )
-        return log_probs, CopyState(decoder_state, ids), weights
+        return log_probs, state, weights
 
     def forward(
         self,

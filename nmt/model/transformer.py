@@ -4,10 +4,11 @@ attention over the source, and a feed-forward block, in `layers` shared-code lay
 
 Training runs every target position at once under a causal mask. Search runs one position
 at a time: each layer's self-attention keys and values of the positions so far are cached
-in the decoder state, so a step costs one position's work, and `select` reorders the caches
-with the rest of the state for beam search. Attention weights, for plots and alignments,
-come from the attention over the source of one layer (`attention_layer`, default the last);
-a copy model copies with the head average of another (`copy_layer`), reported beside them.
+in the decoder state (written in place, nmt/model/cache.py), so a step costs one position's
+work, and `select` reorders the caches with the rest of the state for beam search.
+Attention weights, for plots and alignments, come from the attention over the source of one
+layer (`attention_layer`, default the last); a copy model copies with the head average of
+another (`copy_layer`), reported beside them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from torch import nn
 
 from nmt.config import AttentionConfig, DecoderConfig
 from nmt.model.attention import Memory, build_attention
+from nmt.model.cache import KeyValueCache
 from nmt.model.dropout import Dropout
 from nmt.model.encoder import EncoderOutput
 from nmt.model.layers import TransformerLayer
@@ -29,15 +31,18 @@ from nmt.model.positions import absolute_positions
 @dataclass
 class TransformerState:
     sources: tuple[Memory, ...]  # per layer: its attention's prepared source states
-    caches: tuple[Memory, ...]  # per layer: self-attention keys and values of earlier positions
-    position: int  # index of the next target position
+    caches: tuple[KeyValueCache, ...]  # per layer: self-attention keys and values so far
+
+    @property
+    def position(self) -> int:
+        """The index of the next target position."""
+        return self.caches[0].length
 
     def select(self, indices: torch.Tensor) -> TransformerState:
         """Reorders (or repeats) batch rows, e.g. to follow beam-search back-pointers."""
         return TransformerState(
             tuple(memory.select(indices) for memory in self.sources),
-            tuple(memory.select(indices) for memory in self.caches),
-            self.position,
+            tuple(cache.select(indices) for cache in self.caches),
         )
 
 
@@ -87,9 +92,12 @@ class TransformerDecoder(nn.Module):
         sources = tuple(
             layer.cross_attention.prepare(encoded.states, encoded.mask) for layer in self.layers
         )
-        empty = encoded.states[:, :0]
-        caches = tuple(layer.attention.prepare(empty, None) for layer in self.layers)
-        return TransformerState(sources, caches, 0)
+        rows, heads = encoded.states.size(0), self.layers[0].attention.scorer.heads
+        head_dim = encoded.states.size(-1) // heads
+        caches = tuple(
+            KeyValueCache.empty(rows, heads, head_dim, encoded.states) for _ in self.layers
+        )
+        return TransformerState(sources, caches)
 
     def forward(
         self, state: TransformerState, tgt_in: torch.Tensor, need_weights: bool = True
@@ -109,22 +117,24 @@ class TransformerDecoder(nn.Module):
         return self.norm(x), chosen, copying
 
     def step(
-        self, state: TransformerState, prev_tokens: torch.Tensor
-    ) -> tuple[torch.Tensor, TransformerState, torch.Tensor, torch.Tensor | None]:
+        self, state: TransformerState, prev_tokens: torch.Tensor, need_weights: bool = True
+    ) -> tuple[torch.Tensor, TransformerState, torch.Tensor | None, torch.Tensor | None]:
         """One target step. prev_tokens [B] -> output features [B, D], next state, the
-        chosen layer's weights [B, H, S] and the copy layer's (None without one)."""
+        chosen layer's weights [B, H, S] (None unless needed) and the copy layer's (None
+        without one). Unneeded weights let that layer attend with the fused kernel."""
         x = self._embed(prev_tokens[:, None], state.position)
         caches, chosen, copying = [], None, None
         for index, (layer, source, cache) in enumerate(
             zip(self.layers, state.sources, state.caches, strict=True)
         ):
-            wanted = index in (self.attention_layer, self.copy_layer)
-            x, memory, weights = layer(x, None, cache, source, need_weights=wanted)
-            caches.append(memory)
-            chosen = weights[:, 0] if index == self.attention_layer else chosen
+            reported = need_weights and index == self.attention_layer
+            x, cache, weights = layer(
+                x, None, cache, source, need_weights=reported or index == self.copy_layer
+            )
+            caches.append(cache)
+            chosen = weights[:, 0] if reported else chosen
             copying = weights[:, 0] if index == self.copy_layer else copying
-        next_state = TransformerState(state.sources, tuple(caches), state.position + 1)
-        return self.norm(x[:, 0]), next_state, chosen, copying
+        return self.norm(x[:, 0]), TransformerState(state.sources, tuple(caches)), chosen, copying
 
     def _embed(self, tokens: torch.Tensor, start: int) -> torch.Tensor:
         """Embeddings scaled by sqrt(d), plus the positions start.. where they are added to

@@ -39,19 +39,27 @@ class FinishedPool:
     """Up to `beam` finished hypotheses per sentence; row b * beam + i is sentence b's i-th."""
 
     tokens: torch.Tensor  # [B * K, T] eos included when produced
-    attention: torch.Tensor  # [B * K, T, H, S]
+    attention: torch.Tensor | None  # [B * K, T, H, S]; None where search keeps none
     steps: torch.Tensor  # [B * K] tokens scored, eos included; 0 for an empty row
     scores: torch.Tensor  # [B * K] sum of log-probabilities; -inf for an empty row
     coverage: torch.Tensor  # [B * K] coverage penalty, set as a hypothesis finishes
     count: torch.Tensor  # [B] rows filled
 
     @classmethod
-    def empty(cls, batch: int, beam: int, max_steps: int, weights: torch.Tensor) -> FinishedPool:
-        """weights [B * K, H, S] of the first step give the attention's shape and device."""
-        device = weights.device
+    def empty(
+        cls,
+        batch: int,
+        beam: int,
+        max_steps: int,
+        weights: torch.Tensor | None,
+        device: torch.device,
+    ) -> FinishedPool:
+        """weights [B * K, H, S] of the first step give the attention's shape (None: none)."""
         return cls(
             tokens=torch.zeros(batch * beam, max_steps, dtype=torch.long, device=device),
-            attention=weights.new_zeros(batch * beam, max_steps, *weights.shape[1:]),
+            attention=None
+            if weights is None
+            else weights.new_zeros(batch * beam, max_steps, *weights.shape[1:]),
             steps=torch.zeros(batch * beam, dtype=torch.long, device=device),
             scores=torch.full((batch * beam,), float("-inf"), device=device),
             coverage=torch.zeros(batch * beam, device=device),
@@ -77,13 +85,18 @@ def beam_search(
     no_repeat_ngram: int = 0,
     constraints: Sequence[Constraints | None] | None = None,
     coverage_penalty: float = 0.0,
+    attention: bool = True,
+    shortlist: torch.Tensor | None = None,
 ) -> list[list[Hypothesis]]:
     """The `nbest` best hypotheses of every sentence, best first by normalised score (plus
     GNMT's coverage penalty of weight `coverage_penalty`, which is <= 0, so stopping early
     stays exact). `no_repeat_ngram` n > 0: no hypothesis repeats an n-gram
     (nmt/search/blocking.py). `constraints`: one per sentence (nmt/search/constraints.py);
-    the hypotheses that meet theirs rank first."""
+    the hypotheses that meet theirs rank first. `attention`: whether the hypotheses carry
+    their attention (the coverage penalty needs it regardless); `shortlist` [K]: the only
+    target ids a hypothesis may hold (None: all)."""
     batch, device = src.size(0), src.device
+    attention = attention or bool(coverage_penalty)
     limits = limits.to(device)
     penalised = None  # with a coverage penalty: (its weight, [B * K, S] True on source words)
     if coverage_penalty:
@@ -98,13 +111,13 @@ def beam_search(
         else None
     )
     first_row = torch.arange(batch, device=device)[:, None] * beam  # [B, 1]
-    state = model.init_state(model.encode(src, src_lengths))
+    state = model.init_state(model.encode(src, src_lengths), attention, shortlist)
     alive = torch.arange(batch, device=device) * beam  # the rows of [B * K] the state holds
     prev = torch.full((batch,), bos_id, dtype=torch.long, device=device)
     live = torch.full((batch, beam), float("-inf"), device=device)  # scores; -inf: no hypothesis
     live[:, 0] = 0.0
     history = torch.zeros(batch * beam, 0, dtype=torch.long, device=device)  # [B * K, t]
-    attention = pool = None
+    kept_attention = pool = None  # [B * K, t, H, S] of the live candidates, if kept
     rank = torch.arange(beam, device=device)[None, :]  # [1, K]
     for t in range(int(limits.max())):
         logits, state, weights = model.step(state, prev)  # [N, V], weights [N, H, S]
@@ -145,14 +158,17 @@ def beam_search(
                 kept, top_scores, token, rows, guide, beam
             )
         history = torch.cat([history.index_select(0, rows), token.view(-1, 1)], 1)
-        step_attention = weights.index_select(0, compact[rows])[:, None]  # [B * K, 1, H, S]
+        weights = weights if attention else None  # a decoder may give them regardless
         if pool is None:  # the first step tells the attention's shape
-            pool = FinishedPool.empty(batch, beam, int(limits.max()), weights)
-            attention = weights.new_zeros(batch * beam, 0, *weights.shape[1:])
-        attention = torch.cat([attention.index_select(0, rows), step_attention], 1)
+            pool = FinishedPool.empty(batch, beam, int(limits.max()), weights, device)
+            if weights is not None:
+                kept_attention = weights.new_zeros(batch * beam, 0, *weights.shape[1:])
+        if weights is not None:
+            step_attention = weights.index_select(0, compact[rows])[:, None]  # [B * K, 1, H, S]
+            kept_attention = torch.cat([kept_attention.index_select(0, rows), step_attention], 1)
         taken = (rank < (beam - pool.count)[:, None]) & (top_scores > float("-inf"))
         ends = taken & ((token == eos_id) | (t + 1 >= limits[:, None]))
-        _finish(pool, ends, first_row, history, attention, top_scores, penalised)
+        _finish(pool, ends, first_row, history, kept_attention, top_scores, penalised)
         live = top_scores.masked_fill(~taken | ends, float("-inf"))
         finished = pool.normalised(alpha).view(batch, beam)  # [B, K], -inf where empty
         nth_best = finished.topk(nbest, dim=1).values[:, -1]  # [B]
@@ -170,7 +186,7 @@ def _finish(
     ends: torch.Tensor,
     first_row: torch.Tensor,
     history: torch.Tensor,
-    attention: torch.Tensor,
+    attention: torch.Tensor | None,
     scores: torch.Tensor,
     penalised: tuple[float, torch.Tensor] | None,
 ) -> None:
@@ -182,7 +198,8 @@ def _finish(
     target = slots.view(-1)[source]
     steps = history.size(1)
     pool.tokens[target, :steps] = history[source]
-    pool.attention[target, :steps] = attention[source]
+    if attention is not None:
+        pool.attention[target, :steps] = attention[source]
     pool.steps[target] = steps
     pool.scores[target] = scores.view(-1)[source]
     if penalised is not None:

@@ -35,15 +35,24 @@ class Ensemble(nn.Module):
     def encode(self, src: torch.Tensor, src_lengths: torch.Tensor) -> tuple[Any, ...]:
         return tuple(member.encode(src, src_lengths) for member in self.members)
 
-    def init_state(self, encoded: tuple[Any, ...]) -> EnsembleState:
+    def init_state(
+        self,
+        encoded: tuple[Any, ...],
+        need_weights: bool = True,
+        shortlist: torch.Tensor | None = None,
+    ) -> EnsembleState:
         return EnsembleState(
-            tuple(member.init_state(e) for member, e in zip(self.members, encoded, strict=True))
+            tuple(
+                member.init_state(member_encoded, need_weights, shortlist)
+                for member, member_encoded in zip(self.members, encoded, strict=True)
+            )
         )
 
     def step(
         self, state: EnsembleState, prev_tokens: torch.Tensor
-    ) -> tuple[torch.Tensor, EnsembleState, torch.Tensor]:
-        """prev_tokens [B] -> mean log-probabilities [B, V], next state, weights [B, 1, S].
+    ) -> tuple[torch.Tensor, EnsembleState, torch.Tensor | None]:
+        """prev_tokens [B] -> mean log-probabilities [B, V], next state, weights [B, 1, S]
+        (None where the state needs none).
 
         The mean of log-probabilities is not normalised; search applies log_softmax to it
         like to any logits, which makes it the normalised geometric mean of the members.
@@ -66,8 +75,10 @@ class Ensemble(nn.Module):
                 for logits, _, _ in outputs
             ]
         )
-        weights = torch.stack([weights.mean(1) for _, _, weights in outputs])  # [M, B, S]
         next_state = EnsembleState(tuple(member_state for _, member_state, _ in outputs))
+        if any(weights is None for _, _, weights in outputs):
+            return log_probs.mean(0), next_state, None
+        weights = torch.stack([weights.mean(1) for _, _, weights in outputs])  # [M, B, S]
         return log_probs.mean(0), next_state, weights.mean(0)[:, None, :]
 
     def _member_tokens(self, member: nn.Module, tokens: torch.Tensor) -> torch.Tensor:

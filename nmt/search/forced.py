@@ -20,7 +20,7 @@ def forced_log_probs(
     """targets [B, T] (each row its tokens and eos, then any padding) -> [B, T]: the
     log-probability of each target token given the source and the tokens before it. Padding
     positions get whatever the model says; mask them yourself."""
-    state = model.init_state(model.encode(src, src_lengths))
+    state = model.init_state(model.encode(src, src_lengths), need_weights=False)
     prev = torch.full((src.size(0),), bos_id, dtype=torch.long, device=src.device)
     columns = []
     for step in range(targets.size(1)):

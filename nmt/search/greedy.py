@@ -24,9 +24,12 @@ def greedy_search(
     limits: torch.Tensor,
     no_repeat_ngram: int = 0,
     constraints: Sequence[Constraints | None] | None = None,
+    attention: bool = True,
+    shortlist: torch.Tensor | None = None,
 ) -> list[Hypothesis]:
     """Batched argmax decoding; each sentence stops at eos or at its own length limit.
-    `constraints`: prefixes and excluded phrases only (included ones need beam search)."""
+    `constraints`: prefixes and excluded phrases only (included ones need beam search).
+    `attention` and `shortlist` as in `step_by_step_search`."""
     return step_by_step_search(
         model,
         src,
@@ -37,6 +40,8 @@ def greedy_search(
         lambda log_probs: log_probs.argmax(-1),
         no_repeat_ngram=no_repeat_ngram,
         constraints=constraints,
+        attention=attention,
+        shortlist=shortlist,
     )
 
 
@@ -52,6 +57,8 @@ def step_by_step_search(
     copies: int = 1,
     no_repeat_ngram: int = 0,
     constraints: Sequence[Constraints | None] | None = None,
+    attention: bool = True,
+    shortlist: torch.Tensor | None = None,
 ) -> list[Hypothesis]:
     """Extends each row by the token `choose` picks, until eos or the row's limit.
 
@@ -61,12 +68,15 @@ def step_by_step_search(
     own log-probabilities of the tokens picked, whatever `choose` did to pick them.
     `constraints` (one per sentence): `choose` sees only the prefix's token while it lasts
     and never the token that would complete an excluded phrase (nmt/search/constraints.py).
+    `attention`: whether the hypotheses carry their attention (else None, and the model may
+    skip computing it). `shortlist` [K]: the only target ids the model may write (None: all).
+    A row leaves the batch when it ends: only the rows still decoding run through the model.
     """
     if constraints and any(c and c.include for c in constraints):
         raise ValueError("included phrases need beam search (beam_search, any beam size)")
     guide = Guide(constraints, limits) if constraints and any(constraints) else None
     device = src.device
-    state = model.init_state(model.encode(src, src_lengths))
+    state = model.init_state(model.encode(src, src_lengths), attention, shortlist)
     if copies > 1:
         state = state.select(torch.arange(src.size(0), device=device).repeat_interleave(copies))
     src_lengths = src_lengths.repeat_interleave(copies)
@@ -98,7 +108,8 @@ def step_by_step_search(
         scores[active] += log_probs.gather(1, chosen[:, None]).squeeze(1)
         # finished rows read eos and zero attention from here on; their hypotheses end before
         tokens.append(chosen.new_full((rows,), eos_id).index_copy_(0, active, chosen))
-        weights.append(weight.new_zeros(rows, *weight.shape[1:]).index_copy_(0, active, weight))
+        if attention:
+            weights.append(weight.new_zeros(rows, *weight.shape[1:]).index_copy_(0, active, weight))
         going = ((chosen != eos_id) & (t + 1 < limits[active])).nonzero().squeeze(1)
         if going.numel() == 0:
             break
@@ -106,5 +117,10 @@ def step_by_step_search(
             active, state = active[going], state.select(going)
         prev = chosen[going]
     return hypotheses_from_rows(
-        torch.stack(tokens, 1), scores, torch.stack(weights, 1), src_lengths, eos_id, limits
+        torch.stack(tokens, 1),
+        scores,
+        torch.stack(weights, 1) if attention else None,
+        src_lengths,
+        eos_id,
+        limits,
     )

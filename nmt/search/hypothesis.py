@@ -18,9 +18,16 @@ class SearchModel(Protocol):
 
     def encode(self, src: torch.Tensor, src_lengths: torch.Tensor) -> Any: ...
 
-    def init_state(self, encoded: Any) -> Any: ...
+    def init_state(
+        self, encoded: Any, need_weights: bool = True, shortlist: torch.Tensor | None = None
+    ) -> Any:
+        """`need_weights`: whether `step` returns attention weights (else it may return None);
+        `shortlist` [K]: the only target ids `step` gives a finite logit (None: all)."""
+        ...
 
-    def step(self, state: Any, prev_tokens: torch.Tensor) -> tuple[torch.Tensor, Any, torch.Tensor]:
+    def step(
+        self, state: Any, prev_tokens: torch.Tensor
+    ) -> tuple[torch.Tensor, Any, torch.Tensor | None]:
         """prev_tokens [B] -> logits [B, V], next state, attention weights [B, H, S]."""
         ...
 
@@ -88,19 +95,23 @@ def log_probabilities(logits: torch.Tensor) -> torch.Tensor:
 def hypotheses_from_rows(
     tokens: torch.Tensor,
     scores: torch.Tensor,
-    weights: torch.Tensor,
+    weights: torch.Tensor | None,
     src_lengths: torch.Tensor,
     eos_id: int,
     limits: torch.Tensor,
 ) -> list[Hypothesis]:
     """tokens [N, T], scores [N], weights [N, T, H, S] -> one Hypothesis per row, cut at eos,
-    each with a copy of its own attention."""
+    each with a copy of its own attention (None without weights)."""
     result = []
     for row, score, limit, length in zip(
         tokens.tolist(), scores.tolist(), limits.tolist(), src_lengths.tolist(), strict=True
     ):
         end = row.index(eos_id) if eos_id in row[:limit] else min(limit, len(row))
         steps = min(end + 1, len(row), limit)
-        attention = weights[len(result), :steps, :, :length].to("cpu", copy=True)
+        attention = (
+            None
+            if weights is None
+            else weights[len(result), :steps, :, :length].to("cpu", copy=True)
+        )
         result.append(Hypothesis(row[:end], score, attention, steps))
     return result

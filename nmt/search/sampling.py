@@ -55,9 +55,12 @@ def sample_search(
     generator: torch.Generator | None = None,
     no_repeat_ngram: int = 0,
     constraints: Sequence[Constraints | None] | None = None,
+    attention: bool = True,
+    shortlist: torch.Tensor | None = None,
 ) -> list[list[Hypothesis]]:
     """`samples` independent draws per sentence; the same generator state gives the same draws.
-    `constraints`: prefixes and excluded phrases only (included ones need beam search)."""
+    `constraints`: prefixes and excluded phrases only (included ones need beam search).
+    `attention` and `shortlist` as in `step_by_step_search`."""
     draw = sampler(temperature, top_k, top_p, generator)
     rows = step_by_step_search(
         model,
@@ -70,5 +73,7 @@ def sample_search(
         samples,
         no_repeat_ngram,
         constraints,
+        attention,
+        shortlist,
     )
     return [rows[start : start + samples] for start in range(0, len(rows), samples)]

@@ -11,6 +11,7 @@ from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.search import Hypothesis, beam_search, greedy_search, max_lengths, sample_search
 from nmt.search.constraints import Constraints
+from nmt.translate.shortlist import Shortlist
 
 _PRIME = 1_000_003  # mixes decode.seed and a batch's numbers into its sampling seed
 
@@ -22,11 +23,15 @@ def search_batch(
     decode: DecodeConfig,
     draw: tuple[int, int],
     constraints: list[Constraints | None],
+    attention: bool = True,
+    shortlist: Shortlist | None = None,
 ) -> list[list[Hypothesis]]:
     """The hypotheses of a batch of sources. Sampling draws from a generator of its own,
     seeded by decode.seed and `draw` (the call's and the batch's number), so batches decoded
     side by side draw as they would one after another. Included phrases take beam search,
-    which at beam 1 is greedy search that makes room for them."""
+    which at beam 1 is greedy search that makes room for them. `attention`: whether the
+    hypotheses carry theirs. With decode.shortlist K, they hold only pieces of the batch's
+    columns of `shortlist` (which must then be given)."""
     if decode.sample and any(guide and guide.include for guide in constraints):
         raise UserError(
             "included phrases need beam search (any beam size, 1 included), not sampling; "
@@ -37,7 +42,12 @@ def search_batch(
     lengths = torch.tensor([len(ids) for ids in src_ids])
     limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra)
     common = (model, src, lengths, tgt.bos_id, tgt.eos_id, limits)
-    blocking = {"no_repeat_ngram": decode.no_repeat_ngram, "constraints": constraints}
+    options = {"no_repeat_ngram": decode.no_repeat_ngram, "constraints": constraints}
+    columns = None
+    if decode.shortlist:
+        specials = (tgt.eos_id, tgt.unk_id)
+        columns = shortlist.columns(src_ids, decode.shortlist, specials, constraints)
+    options.update(attention=attention, shortlist=columns)
     if decode.sample:
         call, batch = draw
         seed = (decode.seed * _PRIME + call) * _PRIME + batch
@@ -49,15 +59,15 @@ def search_batch(
             decode.top_k,
             decode.top_p,
             generator,
-            **blocking,
+            **options,
         )
     if decode.beam == 1 and not any(c and c.include for c in constraints):
-        return [[hypothesis] for hypothesis in greedy_search(*common, **blocking)]
+        return [[hypothesis] for hypothesis in greedy_search(*common, **options)]
     return beam_search(
         *common,
         decode.beam,
         decode.alpha,
         decode.nbest,
         coverage_penalty=decode.coverage_penalty,
-        **blocking,
+        **options,
     )

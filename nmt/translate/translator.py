@@ -24,10 +24,17 @@ from nmt.translate.constraints import (
     prefix_text,
 )
 from nmt.translate.decoding import search_batch
-from nmt.translate.loading import PathLike, decode_settings, load_model, tokenizer_towards
+from nmt.translate.loading import (
+    PathLike,
+    checkpoint_paths,
+    decode_settings,
+    load_model,
+    tokenizer_towards,
+)
 from nmt.translate.pair_scores import Target, score_pairs
 from nmt.translate.pipeline import CHUNK_LINES, Wanted, per_sentence, translate_stream
 from nmt.translate.results import PairScore, Translation
+from nmt.translate.shortlist import Shortlist, load_shortlist
 
 Constraining = TextConstraints | Mapping[str, Any] | None
 
@@ -51,6 +58,7 @@ class Translator:
         device: torch.device | None = None,
         workers: int = 1,
         tgt_lang: str | None = None,
+        shortlist: Shortlist | None = None,
     ):
         if workers < 1:
             raise UserError(f"workers must be at least 1, got {workers}.")
@@ -62,6 +70,7 @@ class Translator:
         self.workers = workers
         self._calls = itertools.count()  # numbers the calls, for the sampling seeds
         self.tgt_lang = tgt_lang
+        self.shortlist = shortlist  # what decode.shortlist K > 0 draws on
         if tgt_lang is not None:
             self.towards(tgt_lang)  # an unknown language fails here, not at the first call
 
@@ -87,8 +96,8 @@ class Translator:
         reports, for alignments and plots (default: the last). `tgt_lang`: the language to
         write, for a model that writes several (`target_languages`); translate's own
         tgt_lang overrides it. `decode` replaces the first checkpoint's decode settings
-        (beam=5, nbest=2, ...). Ensemble members must share both vocabularies and their
-        languages.
+        (beam=5, nbest=2, shortlist=50, ...). Ensemble members must share both vocabularies
+        and their languages; with `shortlist`, the first checkpoint's shortlist file serves.
         """
         model, tokenizer, config, device = load_model(
             checkpoints, device, quantize, attention_layer
@@ -96,7 +105,17 @@ class Translator:
         settings = decode_settings(config.decode, decode)
         if workers is None:
             workers = available_cores() if device.type == "cpu" else 1
-        return cls(model, tokenizer, config, settings, device, workers, tgt_lang)
+        shortlist = None
+        if settings.shortlist:
+            first = checkpoint_paths(checkpoints)[0]
+            shortlist = load_shortlist(first, tokenizer.src.size, tokenizer.tgt.size)
+            if settings.shortlist > shortlist.depth:
+                raise UserError(
+                    f"shortlist {settings.shortlist}: the shortlist of {first} holds "
+                    f"{shortlist.depth} candidates per source piece; ask for at most that, "
+                    "or build it deeper with `nmt shortlist --depth N`."
+                )
+        return cls(model, tokenizer, config, settings, device, workers, tgt_lang, shortlist)
 
     @property
     def source_languages(self) -> list[str]:
@@ -167,10 +186,24 @@ class Translator:
         options = dict(beam=beam, alpha=alpha, nbest=nbest, sample=sample, max_src_len=max_src_len)
         options.update(no_repeat_ngram=no_repeat_ngram, coverage_penalty=coverage_penalty)
         decode = decode_settings(self.decode, options)
+        if decode.shortlist and self.shortlist is None:
+            raise UserError(
+                "decode.shortlist needs the shortlist of the checkpoint: load the translator "
+                "with Translator.load(checkpoint, shortlist=K), after `nmt shortlist`."
+            )
         tokenizer, call = self.towards(tgt_lang), next(self._calls)
 
         def search(src_ids, settings, batch, guides):
-            return search_batch(self.model, tokenizer, src_ids, settings, (call, batch), guides)
+            return search_batch(
+                self.model,
+                tokenizer,
+                src_ids,
+                settings,
+                (call, batch),
+                guides,
+                attention=alignments or attention,
+                shortlist=self.shortlist,
+            )
 
         return translate_stream(
             lines,

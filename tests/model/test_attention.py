@@ -91,23 +91,6 @@ def test_fused_multihead_attention_equals_the_explicit_weights(causal, padded):
         assert (weights[future] == 0).all()
 
 
-def test_a_memory_extended_by_steps_equals_one_prepared_at_once():
-    attention = multihead()
-    states, _ = memory_batch(lengths=(4, 4, 4))
-    whole = attention.prepare(states, None)
-    grown = attention.prepare(states[:, :0], None)
-    for t in range(4):
-        grown = grown.extended(attention.prepare(states[:, t : t + 1], None))
-    assert grown.mask is None
-    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(whole[:2], grown[:2], strict=True))
-    assert torch.equal(whole.select(torch.tensor([2, 0])).materialised().keys, whole.keys[[2, 0]])
-    with pytest.raises(ValueError):
-        Memory(whole.keys, whole.values, torch.ones(3, 4, dtype=torch.bool)).extended(whole)
-    picked = whole.select(torch.tensor([2, 0, 0])).select(torch.tensor([1, 0]))  # rows 0, 2
-    grown = picked.extended(attention.prepare(states[[0, 2], :1], None))
-    assert torch.equal(grown.keys[:, :, :4], whole.keys[[0, 2]]) and grown.rows is None
-
-
 @pytest.mark.parametrize("need_weights", [True, False])
 @pytest.mark.parametrize("config", VARIANTS, ids=variant_id)
 def test_a_selected_memory_attends_as_its_copied_rows_do(config, need_weights):
@@ -116,9 +99,9 @@ def test_a_selected_memory_attends_as_its_copied_rows_do(config, need_weights):
     attention = build(config).eval()
     states, mask = memory_batch(lengths=(5, 3, 1, 4))
     rows = torch.tensor([3, 0, 0, 3, 1, 3])  # memory row 2 read by no query, 3 by three
-    selected = attention.prepare(states, mask).select(rows)
-    copied = selected.materialised()
-    assert copied.rows is None and torch.equal(copied.mask, mask[rows])
+    prepared = attention.prepare(states, mask)
+    selected = prepared.select(rows)
+    copied = Memory(prepared.keys[rows], prepared.values[rows], mask[rows])
     query = torch.randn(len(rows), 1, QUERY_DIM)
     context, weights = attention(query, selected, need_weights=need_weights)
     expected, expected_weights = attention(query, copied, need_weights=need_weights)

@@ -47,7 +47,7 @@ def test_the_coverage_is_the_running_sum_of_past_attention_under_beam_reordering
     model = coverage_model(tiny_config, kind)
     src, lengths = source([6, 3, 5])
     state = model.init_state(model.encode(src, lengths))
-    fertility = state.coverage.fertility
+    fertility = state.decoder.coverage.fertility
     if kind == "vector":
         assert fertility is None
     else:
@@ -59,7 +59,7 @@ def test_the_coverage_is_the_running_sum_of_past_attention_under_beam_reordering
         logits, state, weights = model.step(state, prev)
         received = weights.mean(1) / (1 if fertility is None else fertility)
         expected = expected + received
-        assert torch.allclose(state.coverage.total, expected, atol=1e-6)
+        assert torch.allclose(state.decoder.coverage.total, expected, atol=1e-6)
         rows = torch.randint(0, expected.size(0), (3,), generator=generator)  # back-pointers
         state, expected, prev = state.select(rows), expected[rows], logits.argmax(1)[rows]
         fertility = None if fertility is None else fertility[rows]

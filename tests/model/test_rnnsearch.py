@@ -41,7 +41,7 @@ def step_inputs(tiny_config):
             parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.5)
     lengths = torch.tensor([7, 3, 5, 1, 6])
     src = torch.randint(4, 50, (BATCH, 7), generator=generator)
-    state = model.init_state(model.encode(src, lengths))
+    state = model.decoder.init_state(model.encode(src, lengths))
     hidden = torch.randn(state.hidden.shape, generator=generator)
     state = RNNSearchState(hidden, state.memory)
     prev_tokens = torch.randint(4, 50, (BATCH,), generator=generator)

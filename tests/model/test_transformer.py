@@ -64,7 +64,7 @@ def test_step_by_step_log_probabilities_equal_the_teacher_forced_ones(tiny_confi
     for t in range(tgt_in.size(1)):
         logits, state, _ = model.step(state, tgt_in[:, t])
         assert torch.allclose(logits.log_softmax(-1), forced[:, t], atol=1e-5)
-    assert all(cache.keys.size(-2) == tgt_in.size(1) for cache in state.caches)
+    assert all(cache.length == tgt_in.size(1) for cache in state.decoder.caches)
 
 
 def test_the_weights_come_from_the_chosen_layer(tiny_config):

@@ -33,7 +33,7 @@ class MarkovModel(torch.nn.Module):
     def encode(self, src, src_lengths):
         return torch.arange(src.size(1))[None, :] < src_lengths[:, None]
 
-    def init_state(self, src_mask):
+    def init_state(self, src_mask, need_weights=True, shortlist=None):
         return MarkovState(src_mask)
 
     def step(self, state, prev_tokens):

@@ -111,7 +111,7 @@ def test_a_failing_batch_fails_the_call(tiny_config, tokenizer, monkeypatch):
     translator = make_translator(tiny_config, tokenizer, batch_size=4)
     translator.workers = 2
 
-    def broken(model, tokenizer, src_ids, decode, draw, constraints):
+    def broken(model, tokenizer, src_ids, decode, draw, constraints, **options):
         raise RuntimeError(f"batch {draw[1]}")
 
     monkeypatch.setattr(translator_module, "search_batch", broken)
