@@ -46,13 +46,16 @@ train: setup
 	$(BIN)/nmt train --config configs/demo.yaml --overwrite
 
 # Training throughput of the additive, multi-head and Transformer models, then translation
-# speed (fp32 and int8) with each Multi30k checkpoint that exists (README, "Results"), and
-# the Transformer's exported to CTranslate2 (fp32 and int8).
+# speed (fp32 and int8) with each Multi30k checkpoint that exists (README, "Results"), the
+# Transformer's with its vocabulary shortlist, and exported to CTranslate2 (fp32 and int8,
+# int8 with and without the shortlist as its vocabulary map).
 # With ../shared/bench, the SentencePiece model JoeyNMT is measured with there.
 BENCH_MODELS := rnnsearch multihead transformer
 BENCH_SPM    := ../shared/bench/spm8k.model
 BENCH_SET    := $(if $(wildcard $(BENCH_SPM)),--set tokenizer.model=$(BENCH_SPM))
 BENCH_CT2    := runs/multi30k_de_en_transformer/ctranslate2
+# --shortlist K of the shortlist runs (chosen on valid: docs/results.md, "Faster search")
+BENCH_SHORTLIST ?= 50
 
 bench: setup
 	for model in $(BENCH_MODELS); do $(BIN)/python scripts/bench_train.py \
@@ -63,10 +66,14 @@ bench: setup
 	    $(BIN)/python scripts/bench_translate.py --checkpoint $$ckpt --quantize int8 || exit 1; \
 	  else echo "bench_translate: no $$ckpt yet; train it first (see README)"; fi; done
 	@ckpt=runs/multi30k_de_en_transformer/best.pt; if [ -f $$ckpt ]; then \
+	  $(BIN)/nmt shortlist --checkpoint $$ckpt && \
+	  $(BIN)/python scripts/bench_translate.py --checkpoint $$ckpt --no-reference \
+	    --shortlist $(BENCH_SHORTLIST) && \
 	  rm -rf $(BENCH_CT2) && $(BIN)/nmt export --format ctranslate2 --checkpoint $$ckpt \
-	    --output $(BENCH_CT2) >/dev/null && \
-	  $(BIN)/python scripts/bench_translate.py --model $(BENCH_CT2) && \
-	  $(BIN)/python scripts/bench_translate.py --model $(BENCH_CT2) --quantize int8; fi
+	    --output $(BENCH_CT2) --shortlist $(BENCH_SHORTLIST) >/dev/null && \
+	  $(BIN)/python scripts/bench_translate.py --model $(BENCH_CT2) --shortlist 0 && \
+	  $(BIN)/python scripts/bench_translate.py --model $(BENCH_CT2) --quantize int8 \
+	    --shortlist 0 $(BENCH_SHORTLIST); fi
 
 .PHONY: bench-data
 bench-data: setup

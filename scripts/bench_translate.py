@@ -12,6 +12,8 @@ batching must not lower: greedy at any batch size should match it.
     python scripts/bench_translate.py --checkpoint runs/X/best.pt --quantize int8
     python scripts/bench_translate.py --model exported/X --quantize int8   # CTranslate2
     python scripts/bench_translate.py --checkpoint runs/X/best.pt --workers 1 2 --no-reference
+    python scripts/bench_translate.py --checkpoint runs/X/best.pt --shortlist 0 50   # after
+        nmt shortlist --checkpoint runs/X/best.pt
 """
 
 from __future__ import annotations
@@ -56,6 +58,13 @@ def main() -> None:
         help="batches decoded side by side (default: nmt translate's, one per core)",
     )
     parser.add_argument(
+        "--shortlist",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="--shortlist K of each run (0: none; needs nmt shortlist, or an export with one)",
+    )
+    parser.add_argument(
         "--threads",
         type=int,
         help="OMP_NUM_THREADS for the child (on a busy machine, 1 avoids thread contention)",
@@ -74,15 +83,23 @@ def main() -> None:
     model += ["--quantize", args.quantize] if args.quantize else []
     ref = args.ref or _default_reference(args.input)
     sentences = len(args.input.read_text(encoding="utf-8").splitlines())
-    settings = [] if args.no_reference else [("unbatched reference", 1, 1, 1)]
+    settings = [] if args.no_reference else [("unbatched reference", 1, 1, 1, 0)]
     settings += [
-        (f"beam {beam}, batch {batch}, workers {workers or 'default'}", beam, batch, workers)
+        (
+            f"beam {beam}, batch {batch}, workers {workers or 'default'}, shortlist {shortlist}",
+            beam,
+            batch,
+            workers,
+            shortlist,
+        )
         for beam in args.beam
         for batch in args.batch_size
         for workers in args.workers
+        for shortlist in args.shortlist
     ]
-    for name, beam, batch_size, workers in settings:
+    for name, beam, batch_size, workers, shortlist in settings:
         options = model + (["--workers", str(workers)] if workers else [])
+        options += ["--shortlist", str(shortlist)] if shortlist else []
         result = run_translate(options, args.input, ref, beam, batch_size, args.threads)
         seconds = result.pop("seconds")
         record = {
@@ -92,6 +109,7 @@ def main() -> None:
             "beam": beam,
             "batch_size": batch_size,
             "workers": workers,
+            "shortlist": shortlist,
             "threads": args.threads,
             "sentences": sentences,
             "seconds": round(seconds, 2),

@@ -94,6 +94,7 @@ class ServedModel:
                 "no_repeat_ngram": decode.no_repeat_ngram,
                 "coverage_penalty": decode.coverage_penalty,
                 "max_constraints": decode.max_constraints,
+                "shortlist": decode.shortlist,
             },
         }
 

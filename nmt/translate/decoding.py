@@ -45,7 +45,7 @@ def search_batch(
     options = {"no_repeat_ngram": decode.no_repeat_ngram, "constraints": constraints}
     columns = None
     if decode.shortlist:
-        specials = (tgt.eos_id, tgt.unk_id)
+        specials = (tgt.eos_id, tgt.unk_id, tgt.bos_id, tgt.pad_id)  # as CTranslate2 does
         columns = shortlist.columns(src_ids, decode.shortlist, specials, constraints)
     options.update(attention=attention, shortlist=columns)
     if decode.sample:

@@ -322,3 +322,37 @@ def test_a_batch_goes_in_one_call_and_only_overruns_go_again(corpus_dir, tokeniz
     found = translator._search(sources, decode)
     assert model.calls == [(6, 9), (1, 3), (1, 5), (1, 6), (1, 8)]
     assert [len(hypotheses[0].tokens) for hypotheses in found] == [2, 3, 5, 6, 8, 9]
+
+
+def test_the_shortlist_exports_as_the_vocabulary_map_ctranslate2_decodes_with(
+    tmp_path, corpus_dir, tokenizer
+):
+    """`--shortlist K` writes vmap.txt (the always-allowed pieces first, then each source
+    piece's K best) and makes it the exported default; CTranslate2's engine then writes only
+    a sentence's allowed pieces, as our own search does with the same shortlist."""
+    config = tiny_experiment(corpus_dir, *TINY_TRANSFORMER)
+    checkpoint = perturbed_checkpoint(tmp_path / "model.pt", config, tokenizer)
+    assert nmt("shortlist", "--checkpoint", checkpoint, "--frequent", "2").returncode == 0
+    plain = export_ctranslate2(checkpoint, tmp_path / "plain")
+    directory = export_ctranslate2(checkpoint, tmp_path / "ct2", shortlist=2)
+    rows = [line.split("\t") for line in (directory / "vmap.txt").read_text("utf-8").splitlines()]
+    assert rows[0][0] == "" and len(rows[0][1].split()) == 2
+    assert all(source and 1 <= len(targets.split()) <= 2 for source, targets in rows[1:])
+    allowed = {source: set(targets.split()) for source, targets in rows}
+    theirs = load_ctranslate2_translator(directory, beam=2)
+    assert theirs.decode.shortlist == 2
+    ours = Translator.load(checkpoint, beam=2, shortlist=2)
+    unrestricted = load_ctranslate2_translator(plain, beam=2)
+    lines = (corpus_dir / "test.en").read_text("utf-8").splitlines()[:6]
+    changed = 0
+    for line in lines:
+        found = theirs.translate([line])[0]
+        pieces = tokenizer.src.pieces(found.src_ids)
+        may = set().union(allowed[""], *(allowed.get(piece, set()) for piece in pieces))
+        written = tokenizer.tgt.pieces(found.nbest[0].hypothesis.tokens)
+        assert set(written) <= may
+        assert found.text == ours.translate(line).text
+        changed += found.text != unrestricted.translate([line])[0].text
+    assert changed
+    with pytest.raises(UserError, match="no vocabulary map"):
+        load_ctranslate2_translator(plain, shortlist=2)

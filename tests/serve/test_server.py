@@ -365,6 +365,25 @@ def test_decode_options_replace_every_served_models_settings(checkpoints):
     assert cut.truncated and len(cut.src_ids) == 7
 
 
+def test_served_models_translate_with_their_shortlist(checkpoints, tmp_path):
+    """--shortlist K serves each model with the shortlist beside its checkpoint; one
+    without is named before the server starts."""
+    served = tmp_path / "a.pt"
+    served.write_bytes(checkpoints["demo"].read_bytes())
+    with pytest.raises(UserError, match="a.shortlist.pt, which does not exist"):
+        load_models([str(served)], shortlist=3)
+    assert nmt("shortlist", "--checkpoint", served).returncode == 0
+    (model,) = load_models([str(served)], shortlist=3).values()
+    assert model.describe()["decode"]["shortlist"] == 3
+    translator = model.translator
+    (found,) = translator.translate(["the dog sees the cat ."])
+    tgt = translator.tokenizer.tgt
+    allowed = translator.shortlist.columns(
+        [found.src_ids], 3, (tgt.eos_id, tgt.unk_id, tgt.bos_id, tgt.pad_id)
+    )
+    assert set(found.nbest[0].hypothesis.tokens) <= set(allowed.tolist())
+
+
 def test_the_commands_decode_options_reach_the_server(monkeypatch, checkpoints):
     from typer.testing import CliRunner
 

@@ -65,7 +65,8 @@ def test_translations_hold_only_their_sentences_columns(checkpoint):
     changed = 0
     for line in lines:
         src_ids = translator.tokenizer.src.encode([line])
-        allowed = shortlist.columns(src_ids, 2, (tgt.eos_id, tgt.unk_id)).tolist()
+        specials = (tgt.eos_id, tgt.unk_id, tgt.bos_id, tgt.pad_id)
+        allowed = shortlist.columns(src_ids, 2, specials).tolist()
         found = translator.translate(line).nbest[0].hypothesis.tokens
         assert set(found) <= set(allowed)
         changed += found != plain.translate(line).nbest[0].hypothesis.tokens
