@@ -18,8 +18,9 @@ from nmt.checkpoint import load_checkpoint
 from nmt.cli import app
 
 # The commands whose examples run here, in an order that makes what the next ones read (the
-# export before translating with it); training and serving are tested elsewhere.
-COMMANDS = ("export", "translate", "eval", "score", "average", "plot")
+# shortlist and the export before translating with them); training and serving are tested
+# elsewhere.
+COMMANDS = ("shortlist", "export", "translate", "eval", "score", "average", "plot")
 
 
 def examples(command: str) -> list[str]:

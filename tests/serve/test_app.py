@@ -19,7 +19,9 @@ def test_ranks_the_search_left_empty_are_padded_and_say_so(monkeypatch, tiny_con
     search = translator_module.search_batch  # one hypothesis per sentence, as a tiny
     # vocabulary may leave
     monkeypatch.setattr(
-        translator_module, "search_batch", lambda *args: [h[:1] for h in search(*args)]
+        translator_module,
+        "search_batch",
+        lambda *args, **options: [h[:1] for h in search(*args, **options)],
     )
     app = create_app({"demo": ServedModel("demo", translator)}, workers=1)
     options = {"id": "demo", "beam": 3, "n_best": 3, "alignments": True}
