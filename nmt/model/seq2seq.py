@@ -6,9 +6,9 @@ so nothing outside this package touches the output layer. A copy model (nmt/mode
 scores V + S columns in search, the last S for source pieces the target vocabulary lacks.
 
 Search tells `init_state` what it needs beyond the logits: attention weights or not (a
-Transformer attends faster without them), and optionally a shortlist of the target pieces the
-output layer computes at all (the others get -inf): the projection onto those rows of its
-weight, sliced once per batch, costs the share of the vocabulary they are.
+Transformer attends faster without them), and optionally a shortlist of the target ids the
+output layer computes at all: the projection onto those rows of its weight, sliced once per
+batch, costs the share of the vocabulary they are, and `step` returns their logits alone.
 """
 
 from __future__ import annotations
@@ -46,24 +46,20 @@ class Vocabulary(Protocol):
 
 @dataclass
 class RestrictedOutput:
-    """The output layer computing only `columns` [K] of its V; the rest of a row is -inf."""
+    """The output layer cut down to the rows of some target ids [C]."""
 
-    columns: torch.Tensor  # [K] target ids
-    weight: torch.Tensor  # [K, D] the output layer's rows for them
-    bias: torch.Tensor | None  # [K]
-    size: int  # V
+    weight: torch.Tensor  # [C, D]
+    bias: torch.Tensor | None  # [C]
 
     @classmethod
-    def of(cls, layer: nn.Linear, columns: torch.Tensor) -> RestrictedOutput:
-        columns = columns.to(layer.weight.device)
-        bias = None if layer.bias is None else layer.bias.index_select(0, columns)
-        return cls(columns, layer.weight.index_select(0, columns), bias, layer.out_features)
+    def of(cls, layer: nn.Linear, ids: torch.Tensor) -> RestrictedOutput:
+        ids = ids.to(layer.weight.device)
+        bias = None if layer.bias is None else layer.bias.index_select(0, ids)
+        return cls(layer.weight.index_select(0, ids), bias)
 
     def logits(self, features: torch.Tensor) -> torch.Tensor:
-        """features [B, D] -> logits [B, V], -inf outside the columns."""
-        restricted = F.linear(features, self.weight, self.bias)
-        full = restricted.new_full((features.size(0), self.size), float("-inf"))
-        return full.index_copy_(1, self.columns, restricted)
+        """features [B, D] -> the logits of those ids [B, C]."""
+        return F.linear(features, self.weight, self.bias)
 
 
 @dataclass
@@ -123,8 +119,11 @@ class Seq2Seq(nn.Module):
         shortlist: torch.Tensor | None = None,
     ) -> SearchState:
         """The state before the first target token. `need_weights`: whether `step` returns
-        attention weights; `shortlist` [K]: the target ids the output layer computes (None:
-        all)."""
+        attention weights; `shortlist` [C]: the sorted target ids the output layer computes,
+        `step`'s logits [B, C] (None: all; a copy model, whose columns beyond the vocabulary
+        are its source's, takes none)."""
+        if shortlist is not None and self.copy is not None:
+            raise ValueError("a copy model scores its source pieces too: it takes no shortlist")
         output = None if shortlist is None else RestrictedOutput.of(self.output_layer, shortlist)
         ids = None if self.copy is None else self.copy.source_ids(encoded.src)
         return SearchState(self.decoder.init_state(encoded), need_weights, output, ids)
@@ -132,9 +131,9 @@ class Seq2Seq(nn.Module):
     def step(
         self, state: SearchState, prev_tokens: torch.Tensor
     ) -> tuple[torch.Tensor, SearchState, torch.Tensor | None]:
-        """prev_tokens [B] -> logits [B, V], next state, attention weights [B, H, S] (None
-        unless the state needs them); a copy model's log-probabilities [B, V + S] instead
-        of logits."""
+        """prev_tokens [B] -> logits [B, V] (with a shortlist [B, C]), next state, attention
+        weights [B, H, S] (None unless the state needs them); a copy model's
+        log-probabilities [B, V + S] instead of logits."""
         copy = self.copy
         tokens = prev_tokens if copy is None else copy.readable(prev_tokens)
         features, decoder_state, weights, copying = self.decoder.step(

@@ -26,6 +26,7 @@ import torch
 from nmt.search.blocking import merged_bans
 from nmt.search.constraints import Constraints, Guide, Progress, satisfies
 from nmt.search.hypothesis import (
+    Columns,
     Hypothesis,
     SearchModel,
     coverage_penalty,
@@ -86,15 +87,15 @@ def beam_search(
     constraints: Sequence[Constraints | None] | None = None,
     coverage_penalty: float = 0.0,
     attention: bool = True,
-    shortlist: torch.Tensor | None = None,
+    shortlist: Columns | None = None,
 ) -> list[list[Hypothesis]]:
     """The `nbest` best hypotheses of every sentence, best first by normalised score (plus
     GNMT's coverage penalty of weight `coverage_penalty`, which is <= 0, so stopping early
     stays exact). `no_repeat_ngram` n > 0: no hypothesis repeats an n-gram
     (nmt/search/blocking.py). `constraints`: one per sentence (nmt/search/constraints.py);
     the hypotheses that meet theirs rank first. `attention`: whether the hypotheses carry
-    their attention (the coverage penalty needs it regardless); `shortlist` [K]: the only
-    target ids a hypothesis may hold (None: all)."""
+    their attention (the coverage penalty needs it regardless); `shortlist`: the only target
+    ids a hypothesis may hold (None: all)."""
     batch, device = src.size(0), src.device
     attention = attention or bool(coverage_penalty)
     limits = limits.to(device)
@@ -111,7 +112,10 @@ def beam_search(
         else None
     )
     first_row = torch.arange(batch, device=device)[:, None] * beam  # [B, 1]
-    state = model.init_state(model.encode(src, src_lengths), attention, shortlist)
+    ids = None if shortlist is None else shortlist.ids
+    state = model.init_state(model.encode(src, src_lengths), attention, ids)
+    # the columns picked among: the shortlist's, or every id where constraints need them
+    columns = shortlist if guide is None else None
     alive = torch.arange(batch, device=device) * beam  # the rows of [B * K] the state holds
     prev = torch.full((batch,), bos_id, dtype=torch.long, device=device)
     live = torch.full((batch, beam), float("-inf"), device=device)  # scores; -inf: no hypothesis
@@ -120,19 +124,25 @@ def beam_search(
     kept_attention = pool = None  # [B * K, t, H, S] of the live candidates, if kept
     rank = torch.arange(beam, device=device)[None, :]  # [1, K]
     for t in range(int(limits.max())):
-        logits, state, weights = model.step(state, prev)  # [N, V], weights [N, H, S]
+        logits, state, weights = model.step(state, prev)  # [N, V or C], weights [N, H, S]
         logits = logits.float()
+        if shortlist is not None and columns is None:
+            logits = shortlist.widened(logits)
+        vocab = logits.size(1) if columns is None else columns.size
         width = min(beam, logits.size(1))
         log_norm = logits.logsumexp(1, keepdim=True)  # of every token, banned ones included
-        banned = _banned(guide, progress, t, alive, beam, history, logits.size(1), eos_id)
+        banned = _banned(guide, progress, t, alive, beam, history, vocab, eos_id)
         if no_repeat_ngram:
             live_history = history.index_select(0, alive)
-            banned = merged_bans(banned, live_history, no_repeat_ngram, logits.size(1))
+            banned = merged_bans(banned, live_history, no_repeat_ngram, vocab)
         if banned is not None:
+            banned = banned if columns is None else columns.narrowed(banned)
             logits = logits.masked_fill(banned, float("-inf"))
         # each live row's best W: normalising shifts a row by one constant, so the best
         # logits are the best extensions, and only those W are normalised and extended
         row_best, row_token = logits.topk(width, dim=1)  # [N, W]
+        if columns is not None:
+            row_token = columns.ids[row_token]
         row_best = (row_best - log_norm) + live.view(-1)[alive, None]
         proposals = row_best.new_full((batch * beam, width), float("-inf"))
         proposals[alive] = row_best

@@ -9,7 +9,13 @@ import torch
 
 from nmt.search.blocking import merged_bans
 from nmt.search.constraints import Constraints, Guide
-from nmt.search.hypothesis import Hypothesis, SearchModel, hypotheses_from_rows, log_probabilities
+from nmt.search.hypothesis import (
+    Columns,
+    Hypothesis,
+    SearchModel,
+    hypotheses_from_rows,
+    log_probabilities,
+)
 
 Choose = Callable[[torch.Tensor], torch.Tensor]  # log-probabilities [B, V] -> tokens [B]
 
@@ -25,7 +31,7 @@ def greedy_search(
     no_repeat_ngram: int = 0,
     constraints: Sequence[Constraints | None] | None = None,
     attention: bool = True,
-    shortlist: torch.Tensor | None = None,
+    shortlist: Columns | None = None,
 ) -> list[Hypothesis]:
     """Batched argmax decoding; each sentence stops at eos or at its own length limit.
     `constraints`: prefixes and excluded phrases only (included ones need beam search).
@@ -58,7 +64,7 @@ def step_by_step_search(
     no_repeat_ngram: int = 0,
     constraints: Sequence[Constraints | None] | None = None,
     attention: bool = True,
-    shortlist: torch.Tensor | None = None,
+    shortlist: Columns | None = None,
 ) -> list[Hypothesis]:
     """Extends each row by the token `choose` picks, until eos or the row's limit.
 
@@ -69,14 +75,17 @@ def step_by_step_search(
     `constraints` (one per sentence): `choose` sees only the prefix's token while it lasts
     and never the token that would complete an excluded phrase (nmt/search/constraints.py).
     `attention`: whether the hypotheses carry their attention (else None, and the model may
-    skip computing it). `shortlist` [K]: the only target ids the model may write (None: all).
+    skip computing it). `shortlist`: the only target ids the model may write (None: all).
     A row leaves the batch when it ends: only the rows still decoding run through the model.
     """
     if constraints and any(c and c.include for c in constraints):
         raise ValueError("included phrases need beam search (beam_search, any beam size)")
     guide = Guide(constraints, limits) if constraints and any(constraints) else None
     device = src.device
-    state = model.init_state(model.encode(src, src_lengths), attention, shortlist)
+    ids = None if shortlist is None else shortlist.ids
+    state = model.init_state(model.encode(src, src_lengths), attention, ids)
+    # the columns picked among: the shortlist's, or every id where constraints need them
+    columns = shortlist if guide is None else None
     if copies > 1:
         state = state.select(torch.arange(src.size(0), device=device).repeat_interleave(copies))
     src_lengths = src_lengths.repeat_interleave(copies)
@@ -88,7 +97,10 @@ def step_by_step_search(
     tokens, weights = [], []
     for t in range(int(limits.max())):
         logits, state, weight = model.step(state, prev)  # only the active rows run
-        log_probs = log_probabilities(logits)  # [A, V]
+        if shortlist is not None and columns is None:
+            logits = shortlist.widened(logits)
+        log_probs = log_probabilities(logits)  # [A, V or C]
+        vocab = log_probs.size(1) if columns is None else columns.size
         allowed = log_probs
         banned = None
         if guide is not None or no_repeat_ngram:
@@ -100,12 +112,14 @@ def step_by_step_search(
             constrained = None
             if guide is not None:
                 sentences = (active // copies).tolist()
-                constrained = guide.banned(t, sentences, history, log_probs.size(1), eos_id)
-            banned = merged_bans(constrained, history, no_repeat_ngram, log_probs.size(1))
+                constrained = guide.banned(t, sentences, history, vocab, eos_id)
+            banned = merged_bans(constrained, history, no_repeat_ngram, vocab)
         if banned is not None:
+            banned = banned if columns is None else columns.narrowed(banned)
             allowed = log_probs.masked_fill(banned, float("-inf"))
-        chosen = choose(allowed)
-        scores[active] += log_probs.gather(1, chosen[:, None]).squeeze(1)
+        picked = choose(allowed)
+        scores[active] += log_probs.gather(1, picked[:, None]).squeeze(1)
+        chosen = picked if columns is None else columns.ids[picked]
         # finished rows read eos and zero attention from here on; their hypotheses end before
         tokens.append(chosen.new_full((rows,), eos_id).index_copy_(0, active, chosen))
         if attention:

@@ -22,7 +22,8 @@ class SearchModel(Protocol):
         self, encoded: Any, need_weights: bool = True, shortlist: torch.Tensor | None = None
     ) -> Any:
         """`need_weights`: whether `step` returns attention weights (else it may return None);
-        `shortlist` [K]: the only target ids `step` gives a finite logit (None: all)."""
+        `shortlist` [C]: the sorted target ids `step` then scores, its logits [B, C] in
+        their order (None: every id, logits [B, V])."""
         ...
 
     def step(
@@ -30,6 +31,25 @@ class SearchModel(Protocol):
     ) -> tuple[torch.Tensor, Any, torch.Tensor | None]:
         """prev_tokens [B] -> logits [B, V], next state, attention weights [B, H, S]."""
         ...
+
+
+@dataclass(frozen=True)
+class Columns:
+    """A vocabulary shortlist as search sees it: the target ids the model scores, in the
+    order of its logits' columns. Search picks among those columns, maps the picks to ids,
+    and widens the logits to the whole vocabulary only where constraints need every id."""
+
+    ids: torch.Tensor  # [C] sorted target ids
+    size: int  # the whole vocabulary's size V
+
+    def widened(self, logits: torch.Tensor) -> torch.Tensor:
+        """logits [N, C] -> [N, V], -inf outside the columns."""
+        full = logits.new_full((logits.size(0), self.size), float("-inf"))
+        return full.index_copy_(1, self.ids.to(logits.device), logits)
+
+    def narrowed(self, mask: torch.Tensor) -> torch.Tensor:
+        """A mask over ids [N, V] -> over the columns [N, C]."""
+        return mask.index_select(1, self.ids.to(mask.device))
 
 
 @dataclass

@@ -10,7 +10,7 @@ import torch
 
 from nmt.search.constraints import Constraints
 from nmt.search.greedy import Choose, step_by_step_search
-from nmt.search.hypothesis import Hypothesis, SearchModel
+from nmt.search.hypothesis import Columns, Hypothesis, SearchModel
 
 
 def truncate(log_probs: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
@@ -56,7 +56,7 @@ def sample_search(
     no_repeat_ngram: int = 0,
     constraints: Sequence[Constraints | None] | None = None,
     attention: bool = True,
-    shortlist: torch.Tensor | None = None,
+    shortlist: Columns | None = None,
 ) -> list[list[Hypothesis]]:
     """`samples` independent draws per sentence; the same generator state gives the same draws.
     `constraints`: prefixes and excluded phrases only (included ones need beam search).

@@ -11,6 +11,7 @@ from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.search import Hypothesis, beam_search, greedy_search, max_lengths, sample_search
 from nmt.search.constraints import Constraints
+from nmt.search.hypothesis import Columns
 from nmt.translate.shortlist import Shortlist
 
 _PRIME = 1_000_003  # mixes decode.seed and a batch's numbers into its sampling seed
@@ -46,7 +47,8 @@ def search_batch(
     columns = None
     if decode.shortlist:
         specials = (tgt.eos_id, tgt.unk_id, tgt.bos_id, tgt.pad_id)  # as CTranslate2 does
-        columns = shortlist.columns(src_ids, decode.shortlist, specials, constraints)
+        ids = shortlist.columns(src_ids, decode.shortlist, specials, constraints)
+        columns = Columns(ids.to(device), tgt.size)
     options.update(attention=attention, shortlist=columns)
     if decode.sample:
         call, batch = draw

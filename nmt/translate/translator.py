@@ -109,6 +109,13 @@ class Translator:
         if settings.shortlist:
             first = checkpoint_paths(checkpoints)[0]
             shortlist = load_shortlist(first, tokenizer.src.size, tokenizer.tgt.size)
+            members = getattr(model, "members", [model])
+            if any(getattr(member, "copy", None) is not None for member in members):
+                raise UserError(
+                    f"shortlist {settings.shortlist}: a model that copies (model.copy) writes "
+                    "its source's pieces too, which a shortlist cannot name; translate it "
+                    "without --shortlist."
+                )
             if settings.shortlist > shortlist.depth:
                 raise UserError(
                     f"shortlist {settings.shortlist}: the shortlist of {first} holds "

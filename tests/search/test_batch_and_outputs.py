@@ -9,7 +9,9 @@ from toy_models import BOS, EOS, eos_biased_model
 
 from nmt.search import greedy_search
 from nmt.search.beam import beam_search
+from nmt.search.constraints import Constraints
 from nmt.search.ensemble import Ensemble
+from nmt.search.hypothesis import Columns
 from nmt.search.sampling import sample_search
 
 
@@ -67,23 +69,39 @@ def test_unkept_attention_changes_no_output(model, beam):
 @pytest.mark.parametrize("beam", [1, 4])
 def test_a_shortlist_confines_the_output_and_a_full_one_changes_nothing(model, beam):
     src, lengths, limits = sources()
-    everything = torch.arange(50)
+    everything = Columns(torch.arange(50), 50)
     same(
         search(model, src, lengths, limits, beam, shortlist=everything),
         search(model, src, lengths, limits, beam),
     )
-    allowed = torch.tensor([EOS, 5, 9, 17, 30, 41])
+    allowed = Columns(torch.tensor([EOS, 5, 9, 17, 30, 41]), 50)
     found = search(model, src, lengths, limits, beam, shortlist=allowed)
     written = {token for hypotheses in found for h in hypotheses for token in h.tokens}
-    assert written and written <= set(allowed.tolist())
+    assert written and written <= set(allowed.ids.tolist())
 
 
 def test_samples_stay_in_the_shortlist(tiny_config):
     model = eos_biased_model(tiny_config)
     src, lengths, limits = sources()
-    allowed = torch.tensor([EOS, 6, 7, 8])
+    allowed = Columns(torch.tensor([EOS, 6, 7, 8]), 50)
     generator = torch.Generator().manual_seed(0)
     found = sample_search(
         model, src, lengths, BOS, EOS, limits, 3, generator=generator, shortlist=allowed
     )
     assert {t for draws in found for h in draws for t in h.tokens} <= {6, 7, 8}
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_constraints_and_blocking_hold_within_a_shortlist(model, beam):
+    """Prefixes and excluded phrases widen the shortlisted logits to every id; n-gram
+    blocking narrows its bans to the shortlist's columns."""
+    src, lengths, limits = sources()
+    allowed = Columns(torch.tensor([EOS, 5, 9, 17, 30, 41]), 50)
+    guides = [Constraints(prefix=(9, 17)), Constraints(exclude=((5,),)), None, None]
+    found = search(model, src, lengths, limits, beam, shortlist=allowed, constraints=guides)
+    assert all(h.tokens[:2] == [9, 17] for h in found[0])
+    assert all(5 not in h.tokens for h in found[1])
+    assert {t for hypotheses in found for h in hypotheses for t in h.tokens} <= {5, 9, 17, 30, 41}
+    blocked = search(model, src, lengths, limits, beam, shortlist=allowed, no_repeat_ngram=1)
+    for hypotheses in blocked:
+        assert all(len(set(h.tokens)) == len(h.tokens) for h in hypotheses)

@@ -89,3 +89,11 @@ def test_the_cli_translates_with_a_shortlist_and_says_what_is_missing(checkpoint
 def test_a_shortlist_of_other_vocabularies_is_refused(checkpoint):
     with pytest.raises(UserError, match="built for vocabularies of .* build it again"):
         load_shortlist(checkpoint, 10, 10)
+
+
+def test_a_copy_model_is_refused_a_shortlist(corpus_dir, tokenizer, tmp_path):
+    config = tiny_experiment(corpus_dir, "model.copy=true")
+    path = write_checkpoint(tmp_path / "copy.pt", config, tokenizer)
+    assert nmt("shortlist", "--checkpoint", path).returncode == 0
+    with pytest.raises(UserError, match="a model that copies .* without --shortlist"):
+        Translator.load(path, shortlist=3)
