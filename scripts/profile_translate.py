@@ -1,5 +1,7 @@
-"""Where translation spends its time: torch's profiler over `nmt.Translator.translate` on a
-file, the operators with the most self CPU time, and the share of the whole each takes.
+"""Where translation spends its time: Python's profiler over `nmt.Translator.translate` on the
+first lines of a file, after a warm-up batch; the functions (torch's operators among them)
+with the most time of their own, and the share of the whole each takes. Python's profiler,
+not torch's: torch's counts only the operators and misses the Python between them.
 
     python scripts/profile_translate.py --checkpoint runs/X/best.pt --input test.de --beam 5
 """
@@ -7,11 +9,10 @@ file, the operators with the most self CPU time, and the share of the whole each
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import time
 from pathlib import Path
-
-import torch
-from torch.profiler import ProfilerActivity, profile
 
 from nmt import Translator
 
@@ -22,28 +23,25 @@ def main() -> None:
     parser.add_argument("--input", type=Path, required=True)
     parser.add_argument("--lines", type=int, default=500, help="the first N lines")
     parser.add_argument("--beam", type=int, default=5)
-    parser.add_argument("--shortlist", type=int, default=0)
-    parser.add_argument("--top", type=int, default=15, help="operators listed")
+    parser.add_argument("--shortlist", type=int, default=0, help="--shortlist K (0: none)")
+    parser.add_argument("--top", type=int, default=12, help="functions listed")
     args = parser.parse_args()
     options = {"beam": args.beam, **({"shortlist": args.shortlist} if args.shortlist else {})}
     translator = Translator.load(args.checkpoint, **options)
     lines = args.input.read_text("utf-8").splitlines()[: args.lines]
     translator.translate(lines[:64])  # warm-up
+    profiler = cProfile.Profile()
     started = time.perf_counter()
-    with profile(activities=[ProfilerActivity.CPU]) as profiler:
-        translator.translate(lines)
+    profiler.runcall(translator.translate, lines)
     seconds = time.perf_counter() - started
-    events = [event for event in profiler.key_averages() if event.self_cpu_time_total > 0]
-    total = sum(event.self_cpu_time_total for event in events)
-    events.sort(key=lambda event: event.self_cpu_time_total, reverse=True)
-    print(f"{len(lines)} lines, beam {args.beam}: {seconds:.2f} s under the profiler")
-    print(f"{'operator':<36} {'self ms':>9} {'share':>6} {'calls':>8}")
-    for event in events[: args.top]:
-        share = event.self_cpu_time_total / total
-        milliseconds = event.self_cpu_time_total / 1000
-        print(f"{event.key:<36} {milliseconds:>9.1f} {share:>6.1%} {event.count:>8}")
+    stats = pstats.Stats(profiler).stats  # (file, line, name) -> (calls, _, own s, ...)
+    rows = sorted(stats.items(), key=lambda item: item[1][2], reverse=True)[: args.top]
+    print(f"{len(lines)} lines, beam {args.beam}, shortlist {args.shortlist}: {seconds:.2f} s")
+    print(f"{'function':<48} {'own s':>7} {'share':>6} {'calls':>7}")
+    for (file, line, name), (_, calls, own, *_) in rows:
+        where = name if file == "~" else f"{Path(file).name}:{line}({name})"
+        print(f"{where[:48]:<48} {own:>7.2f} {own / seconds:>6.1%} {calls:>7}")
 
 
 if __name__ == "__main__":
-    torch.set_num_threads(torch.get_num_threads())
     main()

@@ -14,7 +14,8 @@ batch, costs the share of the vocabulary they are, and `step` returns their logi
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -44,22 +45,29 @@ class Vocabulary(Protocol):
     def pieces(self, ids: Sequence[int]) -> list[str]: ...
 
 
-@dataclass
-class RestrictedOutput:
-    """The output layer cut down to the rows of some target ids [C]."""
-
-    weight: torch.Tensor  # [C, D]
-    bias: torch.Tensor | None  # [C]
-
-    @classmethod
-    def of(cls, layer: nn.Linear, ids: torch.Tensor) -> RestrictedOutput:
+def restricted_output(
+    layer: nn.Module, ids: torch.Tensor
+) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The output layer cut down to the rows of target ids [C]: features [B, D] -> their
+    logits [B, C]. A dynamically quantised layer (`--quantize int8`) keeps its int8 rows
+    and their scales, so the cut layer computes exactly those columns of the whole one."""
+    if not callable(layer.weight):  # an nn.Linear
         ids = ids.to(layer.weight.device)
         bias = None if layer.bias is None else layer.bias.index_select(0, ids)
-        return cls(layer.weight.index_select(0, ids), bias)
+        return functools.partial(F.linear, weight=layer.weight.index_select(0, ids), bias=bias)
+    from torch.ao.nn.quantized.dynamic import Linear as QuantizedLinear
 
-    def logits(self, features: torch.Tensor) -> torch.Tensor:
-        """features [B, D] -> the logits of those ids [B, C]."""
-        return F.linear(features, self.weight, self.bias)
+    weight, bias = layer.weight(), layer.bias()
+    if weight.qscheme() == torch.per_channel_affine:  # index_select takes per-tensor only
+        scales, zeros = weight.q_per_channel_scales(), weight.q_per_channel_zero_points()
+        rows = torch._make_per_channel_quantized_tensor(
+            weight.int_repr()[ids], scales[ids], zeros[ids], 0
+        )
+    else:
+        rows = weight.index_select(0, ids)
+    cut = QuantizedLinear(layer.in_features, ids.numel(), dtype=torch.qint8)
+    cut.set_weight_bias(rows, None if bias is None else bias[ids])
+    return cut
 
 
 @dataclass
@@ -68,7 +76,8 @@ class SearchState:
 
     decoder: DecoderState
     need_weights: bool  # whether `step` returns the attention weights (else None)
-    output: RestrictedOutput | None = None  # None: the whole vocabulary
+    # the output layer cut to a shortlist's rows (`restricted_output`); None: the whole one
+    output: Callable[[torch.Tensor], torch.Tensor] | None = None
     source_ids: torch.Tensor | None = None  # a copy model's [B, S]: target id or V + position
 
     def select(self, indices: torch.Tensor) -> SearchState:
@@ -124,7 +133,7 @@ class Seq2Seq(nn.Module):
         are its source's, takes none)."""
         if shortlist is not None and self.copy is not None:
             raise ValueError("a copy model scores its source pieces too: it takes no shortlist")
-        output = None if shortlist is None else RestrictedOutput.of(self.output_layer, shortlist)
+        output = None if shortlist is None else restricted_output(self.output_layer, shortlist)
         ids = None if self.copy is None else self.copy.source_ids(encoded.src)
         return SearchState(self.decoder.init_state(encoded), need_weights, output, ids)
 
@@ -140,7 +149,7 @@ class Seq2Seq(nn.Module):
             state.decoder, tokens, state.need_weights
         )
         output = state.output
-        logits = self.output_layer(features) if output is None else output.logits(features)
+        logits = (self.output_layer if output is None else output)(features)
         state = dataclasses.replace(state, decoder=decoder_state)
         if copy is None:
             return logits, state, weights

@@ -6,8 +6,11 @@ import pytest
 import torch
 
 from conftest import TINY_TRANSFORMER, nmt, tiny_experiment, write_checkpoint
+from nmt.data.batching import pad
 from nmt.errors import UserError
+from nmt.search.beam import beam_search
 from nmt.search.constraints import Constraints
+from nmt.search.hypothesis import Columns
 from nmt.translate.shortlist import Shortlist, learn_shortlist, load_shortlist, shortlist_file
 from nmt.translate.translator import Translator
 
@@ -97,3 +100,24 @@ def test_a_copy_model_is_refused_a_shortlist(corpus_dir, tokenizer, tmp_path):
     assert nmt("shortlist", "--checkpoint", path).returncode == 0
     with pytest.raises(UserError, match="a model that copies .* without --shortlist"):
         Translator.load(path, shortlist=3)
+
+
+@pytest.mark.parametrize("quantize", [None, "int8"])
+def test_a_shortlist_of_every_piece_translates_as_none_does(checkpoint, quantize):
+    """The output layer cut to all its rows (int8 rows with their scales, under --quantize
+    int8) scores every piece as the whole layer does."""
+    translator = Translator.load(checkpoint, quantize=quantize)
+    tokenizer, model = translator.tokenizer, translator.model
+    ids = tokenizer.src.encode(["the dog sees the cat .", "a very small bird has slept"])
+    src = pad(ids, tokenizer.src.pad_id)
+    lengths = torch.tensor([len(row) for row in ids])
+    limits = torch.tensor([12, 12])
+    tgt = tokenizer.tgt
+    every = Columns(torch.arange(tgt.size), tgt.size)
+    found = [
+        beam_search(model, src, lengths, tgt.bos_id, tgt.eos_id, limits, 3, 1.0, nbest=3, **more)
+        for more in ({}, {"shortlist": every})
+    ]
+    for plain, cut in zip(*found, strict=True):
+        assert [h.tokens for h in cut] == [h.tokens for h in plain]
+        assert [h.score for h in cut] == pytest.approx([h.score for h in plain], abs=1e-5)
