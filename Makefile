@@ -55,7 +55,7 @@ BENCH_SPM    := ../shared/bench/spm8k.model
 BENCH_SET    := $(if $(wildcard $(BENCH_SPM)),--set tokenizer.model=$(BENCH_SPM))
 BENCH_CT2    := runs/multi30k_de_en_transformer/ctranslate2
 # --shortlist K of the shortlist runs (chosen on valid: docs/results.md, "Faster search")
-BENCH_SHORTLIST ?= 50
+BENCH_SHORTLIST ?= 20
 
 bench: setup
 	for model in $(BENCH_MODELS); do $(BIN)/python scripts/bench_train.py \

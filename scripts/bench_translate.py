@@ -62,7 +62,8 @@ def main() -> None:
         type=int,
         nargs="+",
         default=[0],
-        help="--shortlist K of each run (0: none; needs nmt shortlist, or an export with one)",
+        help="--shortlist K of each run (0: none; needs nmt shortlist, or an export with one; "
+        "by default the option is not passed)",
     )
     parser.add_argument(
         "--threads",
@@ -99,7 +100,8 @@ def main() -> None:
     ]
     for name, beam, batch_size, workers, shortlist in settings:
         options = model + (["--workers", str(workers)] if workers else [])
-        options += ["--shortlist", str(shortlist)] if shortlist else []
+        # a 0 asked for is passed too: an export's own default may be a shortlist
+        options += ["--shortlist", str(shortlist)] if args.shortlist != [0] else []
         result = run_translate(options, args.input, ref, beam, batch_size, args.threads)
         seconds = result.pop("seconds")
         record = {

@@ -4,8 +4,10 @@ target positions decoded so far, written in place into a preallocated buffer.
 Concatenating each step's keys onto the cache copies the whole cache every step, and beam
 search's reordering copies it again. Here a step writes its one position into free room of
 the buffer (grown by `BLOCK` positions when full), and reordering gathers the rows in use into
-a second buffer of the same size, which then becomes the cache while the first waits as the
-next reorder's target: one contiguous copy per row, nothing allocated after the first steps.
+a second buffer of the same size (made at the first reorder: greedy search, which reorders
+only when a sentence ends, may never need it), which then becomes the cache while the first
+waits as the next reorder's target: one contiguous copy per row, nothing allocated after the
+first steps.
 Keys and values share one buffer, [rows, positions, 2, heads, head_dim], so a reorder is one
 `index_select`, and each row's positions so far are one contiguous block of memory.
 
@@ -27,15 +29,14 @@ BLOCK = 32  # positions added when a cache is full
 @dataclass
 class KeyValueCache:
     buffer: torch.Tensor  # [R, L, 2, H, d]: rows x positions x (keys, values) x heads x dims
-    spare: torch.Tensor  # the same layout; where the next reorder gathers to
+    spare: torch.Tensor | None  # the same layout; where the next reorder gathers to
     rows: int  # rows in use
     length: int  # positions written
 
     @classmethod
     def empty(cls, rows: int, heads: int, head_dim: int, like: torch.Tensor) -> KeyValueCache:
         """A cache of `rows` rows and no positions, of `like`'s dtype and device."""
-        buffer = like.new_empty(rows, BLOCK, 2, heads, head_dim)
-        return cls(buffer, torch.empty_like(buffer), rows, 0)
+        return cls(like.new_empty(rows, BLOCK, 2, heads, head_dim), None, rows, 0)
 
     def memory(self) -> Memory:
         """The positions written, as a memory of keys and values [rows, H, length, d]."""
@@ -50,7 +51,7 @@ class KeyValueCache:
             grown = -(-end // BLOCK) * BLOCK
             buffer = buffer.new_empty(buffer.size(0), grown, *buffer.shape[2:])
             buffer[: self.rows, : self.length] = self.buffer[: self.rows, : self.length]
-            spare = torch.empty_like(buffer)
+            spare = None
         room = buffer[: self.rows, self.length : end]
         room[:, :, 0] = newer.keys.transpose(1, 2)
         room[:, :, 1] = newer.values.transpose(1, 2)
@@ -60,12 +61,12 @@ class KeyValueCache:
         """The cache of rows `indices` (reordered or repeated), gathered into the spare buffer."""
         rows = indices.numel()
         spare = self.spare
-        if spare.size(0) < rows:
-            spare = spare.new_empty(rows, *spare.shape[1:])
+        if spare is None or spare.size(0) < rows:
+            spare = self.buffer.new_empty(max(rows, self.buffer.size(0)), *self.buffer.shape[1:])
         source, target = self.buffer[: self.rows, : self.length], spare[:rows, : self.length]
         if source.requires_grad:  # autograd records no out= arguments
             target.copy_(source.index_select(0, indices))
         else:
             torch.index_select(source, 0, indices, out=target)
-        buffer = self.buffer if self.buffer.size(0) >= rows else torch.empty_like(spare)
+        buffer = self.buffer if self.buffer.size(0) >= rows else None
         return KeyValueCache(spare, buffer, rows, self.length)
