@@ -46,6 +46,11 @@ def search_batch(
     options = {"no_repeat_ngram": decode.no_repeat_ngram, "constraints": constraints}
     columns = None
     if decode.shortlist:
+        if shortlist is None:
+            raise UserError(
+                "decode.shortlist needs the shortlist of the checkpoint: load the translator "
+                "with Translator.load(checkpoint, shortlist=K), after `nmt shortlist`."
+            )
         specials = (tgt.eos_id, tgt.unk_id, tgt.bos_id, tgt.pad_id)  # as CTranslate2 does
         ids = shortlist.columns(src_ids, decode.shortlist, specials, constraints)
         columns = Columns(ids.to(device), tgt.size)

@@ -27,6 +27,7 @@ import torch
 
 from nmt.checkpoint import checkpoint_file, load_checkpoint, restore_model, save_checkpoint
 from nmt.data.splits import read_pairs
+from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.search.constraints import Constraints
 from nmt.translate.loading import tokenizer_towards
@@ -132,6 +133,28 @@ def build_shortlist(
         pairs.extend(zip(sources, targets, strict=True))
     shortlist = learn_shortlist(pairs, tokenizer.src.size, tokenizer.tgt.size, depth, frequent)
     return shortlist, shortlist.save(path)
+
+
+def translation_shortlist(
+    checkpoint: Path, model: torch.nn.Module, tokenizer: Tokenizer, best: int
+) -> Shortlist:
+    """The shortlist beside `checkpoint` for translating with `model` (a Seq2Seq or an
+    Ensemble) and each source piece's `best` candidates; a UserError if it cannot serve."""
+    shortlist = load_shortlist(checkpoint, tokenizer.src.size, tokenizer.tgt.size)
+    if any(
+        getattr(member, "copy", None) is not None for member in getattr(model, "members", [model])
+    ):
+        raise UserError(
+            f"shortlist {best}: a model that copies (model.copy) writes its source's pieces "
+            "too, which a shortlist cannot name; translate it without --shortlist."
+        )
+    if best > shortlist.depth:
+        raise UserError(
+            f"shortlist {best}: the shortlist of {checkpoint} holds {shortlist.depth} "
+            "candidates per source piece; ask for at most that, or build it deeper with "
+            "`nmt shortlist --depth N`."
+        )
+    return shortlist
 
 
 def learn_shortlist(

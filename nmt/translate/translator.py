@@ -34,7 +34,7 @@ from nmt.translate.loading import (
 from nmt.translate.pair_scores import Target, score_pairs
 from nmt.translate.pipeline import CHUNK_LINES, Wanted, per_sentence, translate_stream
 from nmt.translate.results import PairScore, Translation
-from nmt.translate.shortlist import Shortlist, load_shortlist
+from nmt.translate.shortlist import Shortlist, translation_shortlist
 
 Constraining = TextConstraints | Mapping[str, Any] | None
 
@@ -108,20 +108,7 @@ class Translator:
         shortlist = None
         if settings.shortlist:
             first = checkpoint_paths(checkpoints)[0]
-            shortlist = load_shortlist(first, tokenizer.src.size, tokenizer.tgt.size)
-            members = getattr(model, "members", [model])
-            if any(getattr(member, "copy", None) is not None for member in members):
-                raise UserError(
-                    f"shortlist {settings.shortlist}: a model that copies (model.copy) writes "
-                    "its source's pieces too, which a shortlist cannot name; translate it "
-                    "without --shortlist."
-                )
-            if settings.shortlist > shortlist.depth:
-                raise UserError(
-                    f"shortlist {settings.shortlist}: the shortlist of {first} holds "
-                    f"{shortlist.depth} candidates per source piece; ask for at most that, "
-                    "or build it deeper with `nmt shortlist --depth N`."
-                )
+            shortlist = translation_shortlist(first, model, tokenizer, settings.shortlist)
         return cls(model, tokenizer, config, settings, device, workers, tgt_lang, shortlist)
 
     @property
@@ -193,11 +180,6 @@ class Translator:
         options = dict(beam=beam, alpha=alpha, nbest=nbest, sample=sample, max_src_len=max_src_len)
         options.update(no_repeat_ngram=no_repeat_ngram, coverage_penalty=coverage_penalty)
         decode = decode_settings(self.decode, options)
-        if decode.shortlist and self.shortlist is None:
-            raise UserError(
-                "decode.shortlist needs the shortlist of the checkpoint: load the translator "
-                "with Translator.load(checkpoint, shortlist=K), after `nmt shortlist`."
-            )
         tokenizer, call = self.towards(tgt_lang), next(self._calls)
 
         def search(src_ids, settings, batch, guides):

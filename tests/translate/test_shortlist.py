@@ -5,7 +5,7 @@ and translation under `--shortlist K` writes nothing else."""
 import pytest
 import torch
 
-from conftest import TINY_TRANSFORMER, nmt, tiny_experiment, write_checkpoint
+from conftest import TINY_TRANSFORMER, make_translator, nmt, tiny_experiment, write_checkpoint
 from nmt.data.batching import pad
 from nmt.errors import UserError
 from nmt.search.beam import beam_search
@@ -121,3 +121,11 @@ def test_a_shortlist_of_every_piece_translates_as_none_does(checkpoint, quantize
     for plain, cut in zip(*found, strict=True):
         assert [h.tokens for h in cut] == [h.tokens for h in plain]
         assert [h.score for h in cut] == pytest.approx([h.score for h in plain], abs=1e-5)
+
+
+def test_a_translator_given_decode_shortlist_without_its_shortlist_says_how_to_load_one(
+    corpus_dir, tokenizer
+):
+    translator = make_translator(tiny_experiment(corpus_dir), tokenizer, shortlist=3)
+    with pytest.raises(UserError, match=r"Translator.load\(checkpoint, shortlist=K\)"):
+        translator.translate("the dog")
