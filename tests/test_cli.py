@@ -229,3 +229,41 @@ def test_eval_beam_1_works_whatever_nbest_the_checkpoint_asks_for(run_dir, tmp_p
     nbest = nmt("eval", "--checkpoint", tmp_path / "nbest.pt", "--beam", 1, "--json")
     assert nbest.returncode == 0, nbest.stderr
     assert json.loads(nbest.stdout) == json.loads(plain.stdout)
+
+
+def test_an_eval_grid_gives_a_row_per_setting_each_equal_to_its_own_eval(run_dir):
+    """--beam and --alpha repeated: a row per combination (greedy once, as alpha does not
+    change it), each equal to `nmt eval` with that setting alone, and the best by BLEU."""
+    best = run_dir / "best.pt"
+    options = ["--beam", "1", "--beam", "3", "--alpha", "0.0", "--alpha", "2.0"]
+    result = nmt("eval", "--checkpoint", best, "--split", "valid", *options, "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    settings = [(row["beam"], row["alpha"]) for row in report["grid"]]
+    assert settings == [(1, 0.0), (3, 0.0), (3, 2.0)]
+    for row in report["grid"]:
+        alone = nmt(
+            "eval",
+            "--checkpoint",
+            best,
+            "--split",
+            "valid",
+            "--beam",
+            row["beam"],
+            "--alpha",
+            row["alpha"],
+            "--json",
+        )
+        scores = json.loads(alone.stdout)
+        assert (row["bleu"], row["chrf"], row["ter"]) == (
+            scores["bleu"],
+            scores["chrf"],
+            scores["ter"],
+        )
+    top = max(report["grid"], key=lambda row: row["bleu"])
+    assert report["best"] == {"beam": top["beam"], "alpha": top["alpha"]}
+    table = nmt("eval", "--checkpoint", best, "--split", "valid", *options).stdout
+    assert table.splitlines()[0].split() == ["beam", "alpha", "BLEU", "chrF", "TER"]
+    assert f"best: beam {top['beam']}, alpha {top['alpha']}" in table
+    several = nmt("eval", "--checkpoint", best, "--checkpoint", best, *options)
+    assert several.returncode == 2 and "add --ensemble" in several.stderr

@@ -47,9 +47,23 @@ def workdir(tmp_path_factory, corpus_dir):
     return root
 
 
+# the commands whose examples ran in each worker's directory: tests spread over workers, and
+# a command's examples read what the earlier commands' wrote
+RAN: dict[Path, set[str]] = {}
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_example_works_as_printed(command, workdir, monkeypatch, one_thread):
     monkeypatch.chdir(workdir)
+    ran = RAN.setdefault(workdir, set())
+    for earlier in COMMANDS[: COMMANDS.index(command) + 1]:
+        if earlier not in ran:
+            ran.add(earlier)
+            run_examples(earlier)
+
+
+def run_examples(command: str) -> None:
+    """Runs each example of `command`'s --help in the current directory, checking its output."""
     found = examples(command)
     assert found, f"nmt {command} --help shows no examples"
     for example in found:

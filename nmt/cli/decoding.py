@@ -27,6 +27,7 @@ from nmt.errors import UserError
 
 SEARCH = ("batch_size", "beam", "alpha", "max_src_len", "max_len_extra", "no_repeat_ngram")
 SAMPLING = ("nbest", "sample", "temperature", "top_k", "top_p", "seed")
+GRID = ("beam", "alpha")  # what `nmt eval` scores a grid of, each option given several times
 
 
 @decoding(*SEARCH, "coverage_penalty", "max_constraints", "shortlist", *SAMPLING)
@@ -231,7 +232,7 @@ def _check_engine_options(
         )
 
 
-@decoding(*SEARCH, "coverage_penalty", "max_constraints", "shortlist")
+@decoding(*SEARCH, "coverage_penalty", "max_constraints", "shortlist", repeatable=GRID)
 def evaluate(
     checkpoint: checkpoints_option(
         "compare systems (paired bootstrap p-values against the first)"
@@ -281,11 +282,13 @@ def evaluate(
     A checkpoint translates a split of its corpus (--split, default test) or a test set of
     your own (--src and --ref); unset decoding options come from its decode section. --hyp
     scores translations made elsewhere (an ensemble's, say: nmt translate with --checkpoint
-    repeated).
+    repeated). --beam and --alpha given several times score every combination, a row
+    each, and name the best by BLEU: choose them on --split valid, then score test once.
 
     \b
     Examples:
       nmt eval --checkpoint runs/demo --split test --beam 1
+      nmt eval --checkpoint runs/demo --split valid --beam 1 --beam 5 --alpha 0.6 --alpha 1.0
       nmt eval --checkpoint runs/demo/best.pt --src test.en --ref test.de
       nmt eval --checkpoint runs/demo/best.pt --checkpoint runs/demo_transformer/best.pt
       nmt eval --checkpoint runs/demo/best.pt --checkpoint runs/demo_transformer/best.pt --ensemble
@@ -295,24 +298,28 @@ def evaluate(
 
     def action() -> None:
         from nmt.translate.evaluation import evaluate_run, score_files
+        from nmt.translate.grid import evaluate_grid
 
         _check_eval_options(
             checkpoint, split, src, hyp, ref, set_, decode, ensemble, workers, tgt_lang
         )
+        grid = {name: decode.pop(name) for name in GRID if name in decode}
+        if any(len(values) > 1 for values in grid.values()):
+            if len(checkpoint) > 1 and not ensemble:
+                raise UserError(
+                    "several --beam or --alpha values score a grid of one system: give one "
+                    "--checkpoint, or add --ensemble."
+                )
+        else:
+            decode.update({name: values[0] for name, values in grid.items()})
+            grid = {}
+        arguments = (split or "test", src, ref, ensemble, set_ or [], workers, tgt_lang)
         if hyp:
             report = score_files(hyp, ref)
+        elif grid:
+            report = evaluate_grid(checkpoint, grid, *arguments, **decode)
         else:
-            report = evaluate_run(
-                checkpoint,
-                split or "test",
-                src,
-                ref,
-                ensemble,
-                set_ or [],
-                workers,
-                tgt_lang,
-                **decode,
-            )
+            report = evaluate_run(checkpoint, *arguments, **decode)
         typer.echo(json.dumps(report.as_dict()) if as_json else report.summary())
 
     guarded(action)

@@ -5,11 +5,12 @@ serve cannot drift apart in what an option is called, says or does."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import typer
 
@@ -159,10 +160,13 @@ def checkpoints_option(what: str) -> Any:
     ]
 
 
-def decoding(*names: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+def decoding(
+    *names: str, repeatable: tuple[str, ...] = ()
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Gives a command the decoding options `names` (keys of DECODE_OPTIONS, after its own
-    options); they reach it as `decode`, a dict of those given on the command line."""
-    unknown = set(names) - set(DECODE_OPTIONS)
+    options); they reach it as `decode`, a dict of those given on the command line. Those
+    in `repeatable` may be given several times, and reach it as lists."""
+    unknown = set(names) - set(DECODE_OPTIONS) | set(repeatable) - set(names)
     if unknown:
         raise ValueError(f"no decoding option {', '.join(sorted(unknown))}")
 
@@ -170,7 +174,12 @@ def decoding(*names: str) -> Callable[[Callable[..., None]], Callable[..., None]
         signature = inspect.signature(command, eval_str=True)
         own = [p for p in signature.parameters.values() if p.name != "decode"]
         added = [
-            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kind)
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=None,
+                annotation=_repeated(DECODE_OPTIONS[name]) if name in repeatable else kind,
+            )
             for name, kind in ((name, DECODE_OPTIONS[name]) for name in names)
         ]
 
@@ -184,3 +193,12 @@ def decoding(*names: str) -> Callable[[Callable[..., None]], Callable[..., None]
         return with_decoding
 
     return add
+
+
+def _repeated(option: Any) -> Any:
+    """A decoding option, `Annotated[T | None, typer.Option(...)]`, as a repeatable one."""
+    kind, info = get_args(option)
+    value = next(arg for arg in get_args(kind) if arg is not type(None))
+    info = copy.copy(info)
+    info.help = f"{info.help} Repeat it to score every combination: a row each, and the best."
+    return Annotated[list[value] | None, info]

@@ -1,0 +1,72 @@
+"""Decode settings chosen by measurement: one system scored under every combination of some
+settings (`nmt eval --beam 5 --beam 10 --alpha 0.6 --alpha 1.0 --split valid`), a row each,
+and the best by BLEU. Choose on valid; score the choice on test once."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nmt.errors import UserError
+from nmt.scoring import Scores
+from nmt.translate.evaluation import ByDirection, evaluate_run
+from nmt.translate.loading import PathLike
+
+
+@dataclass
+class Grid:
+    """Scores (a multilingual model's: the mean over its directions) per setting."""
+
+    rows: list[tuple[dict[str, Any], Scores]]  # (settings, their scores), in the order run
+
+    @property
+    def best(self) -> dict[str, Any]:
+        """The settings of the highest BLEU (the first of equals)."""
+        return max(self.rows, key=lambda row: row[1].bleu)[0]
+
+    def as_dict(self) -> dict:
+        rows = [{**settings, **scores.as_dict()} for settings, scores in self.rows]
+        return {"grid": rows, "best": self.best}
+
+    def summary(self) -> str:
+        names = list(self.rows[0][0])
+        lines = ["  ".join(f"{name:>6}" for name in names) + "    BLEU   chrF    TER"]
+        for settings, scores in self.rows:
+            values = "  ".join(f"{settings[name]:>6}" for name in names)
+            lines.append(f"{values}  {scores.bleu:6.1f} {scores.chrf:6.1f} {scores.ter:6.1f}")
+        best = ", ".join(f"{name} {value}" for name, value in self.best.items())
+        first = self.rows[0][1]
+        signatures = (first.bleu_signature, first.chrf_signature, first.ter_signature)
+        lines.append(f"best: {best}")
+        return "\n".join([*lines, *(f"  {signature}" for signature in signatures)])
+
+
+def evaluate_grid(
+    checkpoints: PathLike | Sequence[PathLike],
+    grid: dict[str, list[Any]],
+    *arguments: Any,
+    **decode: Any,
+) -> Grid:
+    """`evaluate_run(checkpoints, *arguments, **decode)` under each combination of the values
+    in `grid` (e.g. {"beam": [5, 10], "alpha": [0.6, 1.0]}), in order. Greedy search (beam
+    1) ignores alpha, so it gets one row. One system only: one checkpoint, or an ensemble."""
+    rows: list[tuple[dict[str, Any], Scores]] = []
+    names, greedy_done = list(grid), False
+    for values in itertools.product(*grid.values()):
+        settings = dict(zip(names, values, strict=True))
+        if settings.get("beam", decode.get("beam")) == 1 and "alpha" in settings:
+            if greedy_done:
+                continue
+            greedy_done = True
+        report = evaluate_run(checkpoints, *arguments, **decode, **settings)
+        if isinstance(report, ByDirection):
+            report = report.mean
+        if not isinstance(report, Scores):
+            raise UserError(
+                "a grid of decode settings scores one system: give one --checkpoint, or "
+                "several with --ensemble."
+            )
+        rows.append((settings, report))
+    return Grid(rows)
