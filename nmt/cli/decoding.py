@@ -304,22 +304,17 @@ def evaluate(
             checkpoint, split, src, hyp, ref, set_, decode, ensemble, workers, tgt_lang
         )
         grid = {name: decode.pop(name) for name in GRID if name in decode}
-        if any(len(values) > 1 for values in grid.values()):
-            if len(checkpoint) > 1 and not ensemble:
-                raise UserError(
-                    "several --beam or --alpha values score a grid of one system: give one "
-                    "--checkpoint, or add --ensemble."
-                )
-        else:
+        if all(len(values) == 1 for values in grid.values()):
             decode.update({name: values[0] for name, values in grid.items()})
             grid = {}
-        arguments = (split or "test", src, ref, ensemble, set_ or [], workers, tgt_lang)
+        run = dict(split=split or "test", src=src, ref=ref, ensemble=ensemble)
+        run.update(overrides=set_ or [], workers=workers, tgt_lang=tgt_lang)
         if hyp:
             report = score_files(hyp, ref)
         elif grid:
-            report = evaluate_grid(checkpoint, grid, *arguments, **decode)
+            report = evaluate_grid(checkpoint, grid, **run, **decode)
         else:
-            report = evaluate_run(checkpoint, *arguments, **decode)
+            report = evaluate_run(checkpoint, **run, **decode)
         typer.echo(json.dumps(report.as_dict()) if as_json else report.summary())
 
     guarded(action)

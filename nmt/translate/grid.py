@@ -12,7 +12,7 @@ from typing import Any
 from nmt.errors import UserError
 from nmt.scoring import Scores
 from nmt.translate.evaluation import ByDirection, evaluate_run
-from nmt.translate.loading import PathLike
+from nmt.translate.loading import PathLike, checkpoint_paths
 
 
 @dataclass
@@ -46,27 +46,26 @@ class Grid:
 def evaluate_grid(
     checkpoints: PathLike | Sequence[PathLike],
     grid: dict[str, list[Any]],
-    *arguments: Any,
-    **decode: Any,
+    ensemble: bool = False,
+    **options: Any,
 ) -> Grid:
-    """`evaluate_run(checkpoints, *arguments, **decode)` under each combination of the values
-    in `grid` (e.g. {"beam": [5, 10], "alpha": [0.6, 1.0]}), in order. Greedy search (beam
-    1) ignores alpha, so it gets one row. One system only: one checkpoint, or an ensemble."""
+    """`evaluate_run(checkpoints, ensemble=ensemble, **options)` under each combination of
+    the values in `grid` (e.g. {"beam": [5, 10], "alpha": [0.6, 1.0]}), in order. Greedy
+    search (beam 1) ignores alpha, so it gets one row. One system only: one checkpoint, or
+    several as an ensemble."""
+    if len(checkpoint_paths(checkpoints)) > 1 and not ensemble:
+        raise UserError(
+            "several --beam or --alpha values score a grid of one system: give one "
+            "--checkpoint, or add --ensemble."
+        )
     rows: list[tuple[dict[str, Any], Scores]] = []
     names, greedy_done = list(grid), False
     for values in itertools.product(*grid.values()):
         settings = dict(zip(names, values, strict=True))
-        if settings.get("beam", decode.get("beam")) == 1 and "alpha" in settings:
+        if settings.get("beam", options.get("beam")) == 1 and "alpha" in settings:
             if greedy_done:
                 continue
             greedy_done = True
-        report = evaluate_run(checkpoints, *arguments, **decode, **settings)
-        if isinstance(report, ByDirection):
-            report = report.mean
-        if not isinstance(report, Scores):
-            raise UserError(
-                "a grid of decode settings scores one system: give one --checkpoint, or "
-                "several with --ensemble."
-            )
-        rows.append((settings, report))
+        report = evaluate_run(checkpoints, ensemble=ensemble, **options, **settings)
+        rows.append((settings, report.mean if isinstance(report, ByDirection) else report))
     return Grid(rows)
