@@ -131,6 +131,14 @@ def test_bad_choice_lists_the_choices_and_suggests(tmp_path):
         assert part in message
 
 
+def test_decoder_attention_bias_needs_a_multihead_attention_over_the_source():
+    transformer = ["model.encoder.type=self_attention", "model.decoder.type=transformer"]
+    transformer += ["model.decoder.emb_dim=64", "model.encoder.emb_dim=64"]
+    with pytest.raises(ConfigError, match="Set model.attention.type: multihead") as raised:
+        load_config(DEMO_CONFIG, [*transformer, "model.decoder.attention_bias=true"])
+    assert raised.value.path == "model.decoder.attention_bias"
+
+
 @pytest.mark.parametrize(
     "overrides, key",
     [
@@ -273,6 +281,16 @@ NO_EFFECT = {  # id: (overrides, the key named, what the message suggests)
         ["model.encoder.type=self_attention", "model.encoder.hidden_dim=128"],
         "model.encoder.hidden_dim",
         "change the type",
+    ),
+    "encoder activation, birnn": (
+        ["model.encoder.activation=swish"],
+        "model.encoder.activation",
+        "only types self_attention and birnn_self_attention",
+    ),
+    "decoder attention_bias, rnnsearch": (
+        ["model.decoder.attention_bias=true"],
+        "model.decoder.attention_bias",
+        "only type transformer uses it",
     ),
     "min_lr, constant": (["train.min_lr=1e-5"], "train.min_lr", "Remove it (default 0.0)"),
     "plateau_factor, cosine": (

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from nmt.errors import UserError
 
 Positions = Literal["sinusoidal", "learned", "relative", "rotary", "alibi"]
+Activation = Literal["relu", "swish", "gelu"]  # a Transformer feed-forward block's
 ABSOLUTE_POSITIONS = ("sinusoidal", "learned")  # the kinds added to the embeddings
 
 
@@ -212,6 +213,11 @@ class EncoderConfig:
     self_attention and none for the types with a BiRNN, which orders the words itself. Over
     a BiRNN only the kinds inside the attention (relative, rotary, alibi) apply: positions
     added to the embeddings would enter below the BiRNN.
+
+    `activation` (the feed-forward blocks' nonlinearity: relu as in Vaswani et al., swish
+    or gelu) and `attention_bias` (biases on the self-attention's query, key, value and
+    output projections) default to the paper's Transformer; Marian's models (OPUS-MT) use
+    swish and biases, so an imported one sets them (`nmt import`).
     """
 
     type: Literal["birnn", "self_attention", "birnn_self_attention"] = "birnn"
@@ -222,6 +228,8 @@ class EncoderConfig:
     heads: int = 4
     ff_dim: int = 1024
     norm: Literal["pre", "post"] = "pre"
+    activation: Activation = "relu"
+    attention_bias: bool = False
     dropout: float = 0.2
     positions: Positions | None = None
     max_positions: int = 1024
@@ -234,7 +242,7 @@ class EncoderConfig:
         for key in ("rnn", "hidden_dim"):
             users = f"only types birnn and birnn_self_attention use it, not {self.type!r}"
             _unused(self, key, recurrent, users, "change the type")
-        for key in ("heads", "ff_dim", "norm", "positions"):
+        for key in ("heads", "ff_dim", "norm", "activation", "attention_bias", "positions"):
             users = f"only types self_attention and birnn_self_attention use it, not {self.type!r}"
             _unused(self, key, attending, users, "change the type")
         if attending:
@@ -350,7 +358,9 @@ class DecoderConfig:
     A Transformer's `dropout` acts on its residual paths and feed-forward blocks; its
     attention weights take `model.attention.dropout` (self- and cross-attention alike).
     `positions` (nmt/model/positions.py): sinusoidal, learned (`max_positions` of them),
-    relative (distances clipped at `max_relative_position`), rotary or alibi.
+    relative (distances clipped at `max_relative_position`), rotary or alibi. `activation`
+    and `attention_bias` as the encoder's; the bias covers the attention over the source
+    too, which then must be multihead.
     """
 
     type: Literal["rnnsearch", "transformer"] = "rnnsearch"
@@ -362,6 +372,8 @@ class DecoderConfig:
     heads: int = 4
     ff_dim: int = 1024
     norm: Literal["pre", "post"] = "pre"
+    activation: Activation = "relu"
+    attention_bias: bool = False
     dropout: float = 0.2
     tie_embeddings: bool = False
     positions: Positions = "sinusoidal"
@@ -375,7 +387,15 @@ class DecoderConfig:
         for key in ("hidden_dim", "output", "out_dim"):
             users = f"only type rnnsearch uses it, not {self.type!r}"
             _unused(self, key, rnn, users, "set type: rnnsearch")
-        for key in ("layers", "heads", "ff_dim", "norm", "positions"):
+        for key in (
+            "layers",
+            "heads",
+            "ff_dim",
+            "norm",
+            "activation",
+            "attention_bias",
+            "positions",
+        ):
             users = f"only type transformer uses it, not {self.type!r}"
             _unused(self, key, not rnn, users, "set type: transformer")
         _check_positions(self, None if rnn else self.positions, self.emb_dim)
@@ -453,6 +473,13 @@ class ModelConfig:
             "Transformer decoder trains all target positions at once. Use decoder type "
             "rnnsearch, or coverage: none (train.coverage_loss and decode.coverage_penalty "
             "work with a Transformer)",
+        )
+        _require(
+            not decoder.attention_bias or self.attention.type == "multihead",
+            "decoder.attention_bias",
+            f"puts biases on the projections of the attention over the source too, and a "
+            f"{self.attention.type!r} attention has none of those. Set model.attention.type: "
+            "multihead, or attention_bias: false",
         )
         if self.attention.type == "dot" and self.attention.kv == "shared":
             _require(

@@ -5,6 +5,11 @@ may lack pad, bos or eos; those get ids appended after its pieces, so any Senten
 model works without being retrained. A model that writes several languages reads a tag
 naming the one to write (`<2en>`, Johnson et al. 2017) before each source: the tags get ids
 appended after those, so no text can ever spell one, and SentencePiece never learns them.
+
+A model imported from Marian (OPUS-MT, `nmt import`) brings its own vocabulary: a list of
+pieces whose order is the model's ids, shared by a source and a target SentencePiece model
+that only segment. Its sources end with </s>, and its decoder starts from <pad> (it has no
+<s>), as Marian trained it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import sentencepiece as spm
 
@@ -29,6 +35,7 @@ from nmt.errors import UserError
 log = logging.getLogger(__name__)
 
 TAGS_FILE = "tags.json"  # beside spm.model: the languages a tag can ask for, in id order
+PIECES_FILE = "pieces.json"  # beside the SentencePiece models of a vocabulary of its own
 
 
 def language_tag(language: str) -> str:
@@ -39,18 +46,41 @@ def language_tag(language: str) -> str:
 class Vocab:
     """One SentencePiece model plus the ids of pad, bos and eos (appended if it has none)
     and of the target-language tags (appended after them). `towards(language)` gives the
-    same vocabulary encoding every line with that language's tag in front."""
+    same vocabulary encoding every line with that language's tag in front.
 
-    def __init__(self, model_proto: bytes, tags: Sequence[str] = ()):
+    With `pieces` the ids are positions in that list instead of SentencePiece's own (an
+    imported Marian vocabulary): the model only segments, a piece the list lacks is <unk>,
+    and bos is <pad> where the list has no <s>. `ends_with_eos`: every encoded line ends
+    with eos (Marian's sources)."""
+
+    def __init__(
+        self,
+        model_proto: bytes,
+        tags: Sequence[str] = (),
+        pieces: Sequence[str] | None = None,
+        ends_with_eos: bool = False,
+    ):
         self.model_proto = model_proto
         self.processor = spm.SentencePieceProcessor(model_proto=model_proto)
-        size = self.processor.get_piece_size()
-        extra = iter(range(size, size + 3))
-        self.pad_id = _own_or(self.processor.pad_id(), extra)
-        self.bos_id = _own_or(self.processor.bos_id(), extra)
-        self.eos_id = _own_or(self.processor.eos_id(), extra)
-        self.unk_id = self.processor.unk_id()
-        first_tag = max(size - 1, self.pad_id, self.bos_id, self.eos_id) + 1
+        self.vocabulary = None if pieces is None else list(pieces)
+        self.ends_with_eos = ends_with_eos
+        if self.vocabulary is None:
+            size = self.processor.get_piece_size()
+            extra = iter(range(size, size + 3))
+            self.pad_id = _own_or(self.processor.pad_id(), extra)
+            self.bos_id = _own_or(self.processor.bos_id(), extra)
+            self.eos_id = _own_or(self.processor.eos_id(), extra)
+            self.unk_id = self.processor.unk_id()
+            first_tag = max(size - 1, self.pad_id, self.bos_id, self.eos_id) + 1
+        else:
+            self.ids = {piece: index for index, piece in enumerate(self.vocabulary)}
+            missing = [p for p in ("<pad>", "<unk>", "</s>") if p not in self.ids]
+            if missing or tags:
+                raise ValueError(f"a vocabulary of its own needs {missing} and takes no tags")
+            self.pad_id, self.unk_id = self.ids["<pad>"], self.ids["<unk>"]
+            self.eos_id = self.ids["</s>"]
+            self.bos_id = self.ids.get("<s>", self.pad_id)
+            first_tag = len(self.vocabulary)
         self.tags = {language: first_tag + index for index, language in enumerate(tags)}
         self.size = first_tag + len(self.tags)
         self.prefix: list[int] = []  # ids every encoded line starts with: a tag, or none
@@ -67,29 +97,42 @@ class Vocab:
         return tagged
 
     def encode(self, lines: Sequence[str]) -> list[list[int]]:
-        encoded = self.processor.encode(list(lines), out_type=int)
-        return [[*self.prefix, *ids] for ids in encoded] if self.prefix else encoded
+        return self._framed(self._segmented(lines))
 
     def sample(self, lines: Sequence[str], alpha: float, seed: int) -> list[list[int]]:
         """One sampled segmentation per line (BPE-dropout or unigram lattice sampling), a pure
         function of `seed`: SentencePiece's generator is reseeded here, and one thread draws
         the lines in order."""
         spm.set_random_generator_seed(seed)
-        sampled = self.processor.encode(
-            list(lines),
-            out_type=int,
-            enable_sampling=True,
-            alpha=alpha,
-            nbest_size=-1,
-            num_threads=1,
-        )
-        return [[*self.prefix, *ids] for ids in sampled] if self.prefix else sampled
+        options = dict(enable_sampling=True, alpha=alpha, nbest_size=-1, num_threads=1)
+        return self._framed(self._segmented(lines, **options))
+
+    def _segmented(self, lines: Sequence[str], **options: Any) -> list[list[int]]:
+        """SentencePiece's segmentation of each line, as this vocabulary's ids."""
+        if self.vocabulary is None:
+            return self.processor.encode(list(lines), out_type=int, **options)
+        codes, texts = zip(*map(_language_code, lines), strict=True) if lines else ((), ())
+        segmented = self.processor.encode(list(texts), out_type=str, **options)
+        unk = self.unk_id
+        return [
+            [self.ids.get(piece, unk) for piece in [*code, *pieces]]
+            for code, pieces in zip(codes, segmented, strict=True)
+        ]
+
+    def _framed(self, encoded: list[list[int]]) -> list[list[int]]:
+        """The ids with the prefix (a tag) before and eos after, where this vocabulary adds them."""
+        if not (self.prefix or self.ends_with_eos):
+            return encoded
+        suffix = [self.eos_id] if self.ends_with_eos else []
+        return [[*self.prefix, *ids, *suffix] for ids in encoded]
 
     def decode(self, ids: Sequence[int], copied: Sequence[str] = ()) -> str:
         """The text of ids. Ids from `size` on are source pieces a copy model copied
         (nmt/model/copy.py): id `size + j` is `copied[j]`, the piece at source position j."""
         specials = {self.pad_id, self.bos_id, self.eos_id, *self.tags.values()}
         ids = [i for i in ids if i not in specials]
+        if self.vocabulary is not None:
+            return self.processor.decode_pieces(self.pieces(ids, copied))
         if all(i < self.size for i in ids):
             return self.processor.decode(ids)
         # SentencePiece keeps a piece it does not know as it is, word boundary marks included
@@ -108,6 +151,8 @@ class Vocab:
     def _piece(self, index: int, copied: Sequence[str] = ()) -> str:
         if index >= self.size:
             return copied[index - self.size]
+        if self.vocabulary is not None:
+            return self.vocabulary[index]
         names = {self.pad_id: "<pad>", self.bos_id: "<s>", self.eos_id: "</s>"}
         names.update((tag, language_tag(language)) for language, tag in self.tags.items())
         return names.get(index) or self.processor.id_to_piece(index)
@@ -115,6 +160,13 @@ class Vocab:
 
 def _own_or(index: int, extra: Iterable[int]) -> int:
     return index if index >= 0 else next(iter(extra))
+
+
+def _language_code(line: str) -> tuple[list[str], str]:
+    """A leading Marian target-language code (">>fra<<") as a piece of its own, and the rest
+    of the line, which SentencePiece segments: MarianTokenizer's split."""
+    end = line.find("<<") if line.startswith(">>") else -1
+    return ([line[: end + 2]], line[end + 2 :]) if end != -1 else ([], line)
 
 
 @dataclass
@@ -140,15 +192,33 @@ class Tokenizer:
         return Tokenizer(self.src.towards(language), self.tgt)
 
     def to_state(self) -> dict:
-        return {
+        state = {
             "src": self.src.model_proto,
             "tgt": self.tgt.model_proto,
             "joint": self.joint,
             "tags": self.tags,
         }
+        if self.src.vocabulary is not None:
+            state["pieces"] = self._pieces_state()
+        return state
+
+    def _pieces_state(self) -> dict:
+        """A vocabulary of its own (`Vocab`'s `pieces`): each side's list, and whether
+        sources end with eos."""
+        return {
+            "src": self.src.vocabulary,
+            "tgt": self.tgt.vocabulary,
+            "source_eos": self.src.ends_with_eos,
+        }
 
     @classmethod
     def from_state(cls, state: dict) -> Tokenizer:
+        pieces = state.get("pieces")
+        if pieces is not None:
+            return cls(
+                Vocab(state["src"], (), pieces["src"], pieces["source_eos"]),
+                Vocab(state["tgt"], (), pieces["tgt"]),
+            )
         src = Vocab(state["src"], state.get("tags", ()))
         return cls(src, src if state["joint"] else Vocab(state["tgt"]))
 
@@ -162,6 +232,9 @@ class Tokenizer:
             (run_dir / name).write_bytes(vocab.model_proto)
         if self.tags:
             (run_dir / TAGS_FILE).write_text(json.dumps(self.tags) + "\n", "utf-8")
+        if self.src.vocabulary is not None:
+            text = json.dumps(self._pieces_state(), ensure_ascii=False)
+            (run_dir / PIECES_FILE).write_text(text + "\n", "utf-8")
 
     @classmethod
     def load(cls, directory: Path) -> Tokenizer:
@@ -172,8 +245,15 @@ class Tokenizer:
         if joint.is_file():
             vocab = Vocab(joint.read_bytes(), tags)
             return cls(vocab, vocab)
-        src = Vocab((directory / "spm.src.model").read_bytes())
-        return cls(src, Vocab((directory / "spm.tgt.model").read_bytes()))
+        src, tgt = (directory / "spm.src.model").read_bytes(), (directory / "spm.tgt.model")
+        pieces_file = directory / PIECES_FILE
+        if pieces_file.is_file():
+            pieces = json.loads(pieces_file.read_text("utf-8"))
+            return cls(
+                Vocab(src, (), pieces["src"], pieces["source_eos"]),
+                Vocab(tgt.read_bytes(), (), pieces["tgt"]),
+            )
+        return cls(Vocab(src), Vocab(tgt.read_bytes()))
 
 
 def build_tokenizer(

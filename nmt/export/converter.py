@@ -15,7 +15,8 @@ optimise, save), laid out as our model computes:
 | self-attention query, key, value projections   | `self_attention.linear[0]`, fused q|k|v   |
 | cross-attention query; key and value           | `attention.linear[0]`; `linear[1]` k|v    |
 | attention output projection                    | `linear[-1]`                              |
-| feed-forward Linear, ReLU, Linear              | `ffn.linear_0`, RELU, `ffn.linear_1`      |
+| feed-forward Linear, activation, Linear        | `ffn.linear_0`, RELU/SWISH/GELU, `linear_1`|
+| attention projections' biases (attention_bias) | the same linears' `bias`, fused alike     |
 | nn.LayerNorm (eps 1e-5), pre- or post-norm     | `layer_norm`s, `pre_norm`, eps in config  |
 | final LayerNorm of a pre-norm stack            | `encoder.layer_norm`, `decoder.layer_norm`|
 | generator (bias included)                      | `decoder.projection`                      |
@@ -181,19 +182,23 @@ def _position_options(kind: str | None, heads: int, dim: int) -> dict[str, Any]:
 def transformer_spec(model: Seq2Seq, config: Experiment, tokenizer: Tokenizer) -> Any:
     """The CTranslate2 TransformerSpec holding `model`'s weights and our vocabularies."""
     ct2 = import_ctranslate2("nmt export --format ctranslate2")
+    from ctranslate2.specs import common_spec
     from ctranslate2.specs import transformer_spec as specs
 
     encoder, decoder = config.model.encoder, config.model.decoder
+    activations = {"relu": "RELU", "swish": "SWISH", "gelu": "GELU"}
     encoder_spec = specs.TransformerEncoderSpec(
         encoder.layers,
         encoder.heads,
         pre_norm=encoder.norm == "pre",
+        activation=getattr(common_spec.Activation, activations[encoder.activation]),
         **_position_options(encoder.position_kind, encoder.heads, encoder.emb_dim),
     )
     decoder_spec = specs.TransformerDecoderSpec(
         decoder.layers,
         decoder.heads,
         pre_norm=decoder.norm == "pre",
+        activation=getattr(common_spec.Activation, activations[decoder.activation]),
         alignment_layer=-1,
         alignment_heads=decoder.heads,  # the mean over all heads, as word_alignment takes it
         **_position_options(decoder.positions, decoder.heads, decoder.emb_dim),
@@ -209,7 +214,7 @@ def transformer_spec(model: Seq2Seq, config: Experiment, tokenizer: Tokenizer) -
     src_pieces, tgt_pieces = _pieces(tokenizer.src, "source"), _pieces(tokenizer.tgt, "target")
     spec.register_source_vocabulary(src_pieces)
     spec.register_target_vocabulary(tgt_pieces)
-    unk = tgt_pieces[tokenizer.tgt.processor.unk_id()]
+    unk = tgt_pieces[tokenizer.tgt.unk_id]
     settings = {
         "layer_norm_epsilon": LAYER_NORM_EPS,
         "unk_token": unk,
@@ -217,7 +222,7 @@ def transformer_spec(model: Seq2Seq, config: Experiment, tokenizer: Tokenizer) -
         "eos_token": tgt_pieces[tokenizer.tgt.eos_id],
         "decoder_start_token": tgt_pieces[tokenizer.tgt.bos_id],
         "add_source_bos": False,
-        "add_source_eos": False,
+        "add_source_eos": False,  # a Marian vocabulary's </s> is among the pieces given
     }
     for key, value in settings.items():
         setattr(spec.config, key, value)
@@ -285,14 +290,18 @@ def _set_layer(spec: Any, layer: TransformerLayer) -> None:
 
 
 def _set_attention(spec: Any, attention: Attention, fused_kv_only: bool) -> None:
-    """Self-attention: one fused q|k|v projection; cross-attention: q alone, then k|v."""
-    query = attention.scorer.query_proj.weight
-    key, value = attention.scorer.key_proj.weight, attention.value_proj.weight
-    if fused_kv_only:
-        spec.linear[0].weight = _array(query)
-        spec.linear[1].weight = _array(torch.cat([key, value]))
-    else:
-        spec.linear[0].weight = _array(torch.cat([query, key, value]))
+    """Self-attention: one fused q|k|v projection; cross-attention: q alone, then k|v.
+    Biases (model.*.attention_bias) are fused alike."""
+    projections = (attention.scorer.query_proj, attention.scorer.key_proj, attention.value_proj)
+    for name in ("weight", "bias"):
+        query, key, value = (getattr(linear, name) for linear in projections)
+        if query is None:
+            continue
+        if fused_kv_only:
+            setattr(spec.linear[0], name, _array(query))
+            setattr(spec.linear[1], name, _array(torch.cat([key, value])))
+        else:
+            setattr(spec.linear[0], name, _array(torch.cat([query, key, value])))
     _set_linear(spec.linear[-1], attention.output_proj)
 
 

@@ -190,7 +190,7 @@ class CTranslate2Translator:
     def _hypotheses(self, output: Any) -> list[Hypothesis]:
         """CTranslate2's hypotheses as ours, best `nbest` first by our normalised score."""
         alpha, eos = self.decode.alpha, self.tokenizer.tgt.eos_id
-        unk = self.tokenizer.tgt.processor.unk_id()
+        unk = self.tokenizer.tgt.unk_id
         hypotheses = []
         for pieces, score in zip(output.hypotheses, output.scores, strict=True):
             tokens = [self.tgt_ids.get(piece, unk) for piece in pieces]  # eos included if produced

@@ -143,11 +143,13 @@ class DotScorer(nn.Module):
 class MultiHeadScorer(nn.Module):
     """Per head i: (q W_i^Q)·(h_j W_i^K) / sqrt(d), for H heads of size d = attn_dim / H."""
 
-    def __init__(self, query_dim: int, memory_dim: int, attn_dim: int, heads: int):
+    def __init__(
+        self, query_dim: int, memory_dim: int, attn_dim: int, heads: int, bias: bool = False
+    ):
         super().__init__()
         self.heads = heads
-        self.query_proj = nn.Linear(query_dim, attn_dim, bias=False)
-        self.key_proj = nn.Linear(memory_dim, attn_dim, bias=False)
+        self.query_proj = nn.Linear(query_dim, attn_dim, bias=bias)
+        self.key_proj = nn.Linear(memory_dim, attn_dim, bias=bias)
         self.scale = (attn_dim // heads) ** -0.5
 
     def queries(self, query: torch.Tensor) -> torch.Tensor:
@@ -328,8 +330,8 @@ class Attention(nn.Module):
         return self.output_proj(heads.transpose(1, 2).flatten(2))
 
 
-def _projection(in_dim: int, out_dim: int) -> nn.Module:
-    return nn.Linear(in_dim, out_dim, bias=False)
+def _projection(in_dim: int, out_dim: int, bias: bool = False) -> nn.Module:
+    return nn.Linear(in_dim, out_dim, bias=bias)
 
 
 def _single_head(
@@ -365,10 +367,15 @@ def _general(config: AttentionConfig, query_dim: int, memory_dim: int) -> Attent
     return _single_head(DotScorer(keys, query_dim, config.scaled), config, query_dim, memory_dim)
 
 
-def _multihead(config: AttentionConfig, query_dim: int, memory_dim: int) -> Attention:
-    scorer = MultiHeadScorer(query_dim, memory_dim, config.attn_dim, config.heads)
-    values = scorer.key_proj if config.kv == "shared" else _projection(memory_dim, config.attn_dim)
-    output = _projection(config.attn_dim, memory_dim)
+def _multihead(
+    config: AttentionConfig, query_dim: int, memory_dim: int, bias: bool = False
+) -> Attention:
+    """`bias`: every projection has one (Marian's and fairseq's Transformers do)."""
+    scorer = MultiHeadScorer(query_dim, memory_dim, config.attn_dim, config.heads, bias)
+    values = (
+        scorer.key_proj if config.kv == "shared" else _projection(memory_dim, config.attn_dim, bias)
+    )
+    output = _projection(config.attn_dim, memory_dim, bias)
     window = _window(config, query_dim)
     return Attention(scorer, values, output, memory_dim, window, config.dropout, config.normaliser)
 
@@ -381,5 +388,12 @@ ATTENTIONS: dict[str, Callable[[AttentionConfig, int, int], Attention]] = {
 }
 
 
-def build_attention(config: AttentionConfig, query_dim: int, memory_dim: int) -> Attention:
+def build_attention(
+    config: AttentionConfig, query_dim: int, memory_dim: int, bias: bool = False
+) -> Attention:
+    """`bias`: projections with biases, which only a multihead attention has."""
+    if bias:
+        if config.type != "multihead":
+            raise ValueError(f"a {config.type!r} attention has no projections to bias")
+        return _multihead(config, query_dim, memory_dim, bias=True)
     return ATTENTIONS[config.type](config, query_dim, memory_dim)

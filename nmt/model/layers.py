@@ -18,16 +18,24 @@ from nmt.model.cache import KeyValueCache
 from nmt.model.dropout import Dropout
 from nmt.model.positions import attention_positions
 
+ACTIVATIONS = {"relu": nn.ReLU, "swish": nn.SiLU, "gelu": nn.GELU}  # gelu: the exact, erf form
+
 
 def self_attention(
-    dim: int, heads: int, dropout: float, positions: str | None, max_relative_position: int
+    dim: int,
+    heads: int,
+    dropout: float,
+    positions: str | None,
+    max_relative_position: int,
+    bias: bool = False,
 ) -> Attention:
-    """Multi-head attention of a sequence over itself: queries, keys and values all projected;
-    `positions` of the kinds that act inside attention enter here (nmt/model/positions.py)."""
+    """Multi-head attention of a sequence over itself: queries, keys and values all projected
+    (with biases if `bias`); `positions` of the kinds that act inside attention enter here
+    (nmt/model/positions.py)."""
     config = AttentionConfig(
         type="multihead", attn_dim=dim, heads=heads, kv="separate", dropout=dropout
     )
-    attention = build_attention(config, dim, dim)
+    attention = build_attention(config, dim, dim, bias)
     attention.positions = attention_positions(positions, heads, dim // heads, max_relative_position)
     return attention
 
@@ -36,7 +44,9 @@ class TransformerLayer(nn.Module):
     """One layer; with a `cross_attention` it is a decoder layer, whose self-attention is causal.
 
     `dropout` acts on the residual paths and inside the feed-forward block; the attention
-    modules carry their own dropout on the weights.
+    modules carry their own dropout on the weights. `activation` names the feed-forward
+    block's nonlinearity (ACTIVATIONS); `attention_bias` gives the self-attention's
+    projections biases (a decoder layer's cross-attention is built by its caller).
     """
 
     def __init__(
@@ -50,16 +60,21 @@ class TransformerLayer(nn.Module):
         cross_attention: Attention | None = None,
         positions: str | None = None,
         max_relative_position: int = 16,
+        activation: str = "relu",
+        attention_bias: bool = False,
     ):
         super().__init__()
         self.attention = self_attention(
-            dim, heads, attention_dropout, positions, max_relative_position
+            dim, heads, attention_dropout, positions, max_relative_position, attention_bias
         )
         self.attention_norm = nn.LayerNorm(dim)
         self.cross_attention = cross_attention
         self.cross_attention_norm = nn.LayerNorm(dim) if cross_attention is not None else None
         self.feed_forward = nn.Sequential(
-            nn.Linear(dim, ff_dim), nn.ReLU(), Dropout(dropout), nn.Linear(ff_dim, dim)
+            nn.Linear(dim, ff_dim),
+            ACTIVATIONS[activation](),
+            Dropout(dropout),
+            nn.Linear(ff_dim, dim),
         )
         self.feed_forward_norm = nn.LayerNorm(dim)
         self.dropout = Dropout(dropout)
@@ -123,6 +138,8 @@ class TransformerEncoderStack(nn.Module):
                 config.norm,
                 positions=kind,
                 max_relative_position=config.max_relative_position,
+                activation=config.activation,
+                attention_bias=config.attention_bias,
             )
             for _ in range(config.layers)
         )

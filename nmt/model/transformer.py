@@ -63,9 +63,11 @@ class TransformerDecoder(nn.Module):
                 config.dropout,
                 attention.dropout,
                 config.norm,
-                cross_attention=build_attention(attention, dim, dim),
+                cross_attention=build_attention(attention, dim, dim, config.attention_bias),
                 positions=config.positions,
                 max_relative_position=config.max_relative_position,
+                activation=config.activation,
+                attention_bias=config.attention_bias,
             )
             for _ in range(config.layers)
         )

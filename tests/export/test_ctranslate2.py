@@ -35,6 +35,12 @@ VARIANTS = {
         "model.decoder.tie_embeddings=false",
         "model.encoder.heads=4",
     ),
+    "swish and gelu, attention biases": (
+        "model.encoder.activation=swish",
+        "model.decoder.activation=gelu",
+        "model.encoder.attention_bias=true",
+        "model.decoder.attention_bias=true",
+    ),
 }
 
 
