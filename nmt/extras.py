@@ -11,6 +11,7 @@ EXTRAS = {  # extra -> the modules it provides
     "serve": ("fastapi", "fastapi_offline", "uvicorn"),
     "ctranslate2": ("ctranslate2",),
     "tensorboard": ("tensorboard",),
+    "hub": ("transformers", "huggingface_hub", "safetensors"),
 }
 
 

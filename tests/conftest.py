@@ -296,3 +296,75 @@ def make_translator(config: Experiment, tokenizer: Tokenizer, **decode) -> Trans
     torch.manual_seed(0)
     model = build_model(config.model, tokenizer.src, tokenizer.tgt)
     return Translator(model, tokenizer, config, dataclasses.replace(config.decode, **decode))
+
+
+def write_marian_model(directory: Path, corpus: Path, seed: int = 0) -> Path:
+    """A tiny random Marian model of `transformers` in OPUS-MT's layout, English -> German:
+    source.spm and target.spm trained on `corpus`, one vocab.json numbering their pieces
+    after </s> and <unk> and before <pad> (no <s>: the decoder starts from <pad>), swish,
+    every weight perturbed so that one misplaced weight changes its outputs."""
+    import io
+    import json
+
+    import sentencepiece as spm
+    from transformers import MarianConfig, MarianMTModel, MarianTokenizer
+
+    directory.mkdir(parents=True, exist_ok=True)
+    processors = []
+    for name, lang in (("source.spm", "en"), ("target.spm", "de")):
+        model = io.BytesIO()
+        lines = (corpus / f"train.{lang}").read_text("utf-8").splitlines()
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(lines),
+            model_writer=model,
+            vocab_size=120,
+            hard_vocab_limit=False,
+            minloglevel=2,
+            num_threads=1,
+        )
+        (directory / name).write_bytes(model.getvalue())
+        processors.append(spm.SentencePieceProcessor(model_proto=model.getvalue()))
+    pieces = ["</s>", "<unk>"]
+    for processor in processors:
+        for index in range(processor.get_piece_size()):
+            piece = processor.id_to_piece(index)
+            ordinary = not (processor.is_control(index) or processor.is_unknown(index))
+            if ordinary and piece not in pieces:
+                pieces.append(piece)
+    pieces.append("<pad>")
+    vocab = directory / "vocab.json"
+    vocab.write_text(json.dumps({piece: i for i, piece in enumerate(pieces)}), "utf-8")
+    size = len(pieces)
+    config = MarianConfig(
+        vocab_size=size,
+        d_model=16,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=32,
+        decoder_ffn_dim=24,
+        activation_function="swish",
+        scale_embedding=True,
+        pad_token_id=size - 1,
+        eos_token_id=0,
+        decoder_start_token_id=size - 1,
+        max_position_embeddings=256,
+    )
+    torch.manual_seed(seed)
+    model = MarianMTModel(config)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "embed_positions" not in name:
+                parameter.add_(0.3 * torch.randn_like(parameter))
+        model.final_logits_bias.add_(0.3 * torch.randn_like(model.final_logits_bias))
+    model.save_pretrained(directory)
+    tokenizer = MarianTokenizer(
+        source_spm=str(directory / "source.spm"),
+        target_spm=str(directory / "target.spm"),
+        vocab=str(vocab),
+        source_lang="en",
+        target_lang="de",
+    )
+    tokenizer.save_pretrained(directory)
+    return directory

@@ -1,7 +1,8 @@
 """Every command's --help ends with examples that work as printed: run here in a directory laid
 out as `make train` and `nmt train --config configs/demo_transformer.yaml` leave it (tiny
 models in runs/demo and runs/demo_transformer, step checkpoints, test.en and test.de), plus
-terms.jsonl, the constraints file a user writes for the translate example that reads one."""
+terms.jsonl, the constraints file a user writes for the translate example that reads one,
+and opus-mt-en-de, a (tiny, random) Marian model directory as a download leaves it."""
 
 import json
 import re
@@ -13,14 +14,14 @@ import pytest
 from typer.testing import CliRunner
 
 import nmt
-from conftest import TINY_TRANSFORMER, tiny_experiment
+from conftest import TINY_TRANSFORMER, tiny_experiment, write_marian_model
 from nmt.checkpoint import load_checkpoint
 from nmt.cli import app
 
 # The commands whose examples run here, in an order that makes what the next ones read (the
 # shortlist and the export before translating with them); training and serving are tested
 # elsewhere.
-COMMANDS = ("shortlist", "export", "translate", "eval", "score", "average", "plot")
+COMMANDS = ("shortlist", "export", "import", "translate", "eval", "score", "average", "plot")
 
 
 def examples(command: str) -> list[str]:
@@ -44,6 +45,7 @@ def workdir(tmp_path_factory, corpus_dir):
     lines = len((root / "test.en").read_text("utf-8").splitlines())
     terms = ['{"include": ["hund"]}', "", '{"exclude": ["der"]}'] * lines
     (root / "terms.jsonl").write_text("\n".join(terms[:lines]) + "\n", "utf-8")
+    write_marian_model(root / "opus-mt-en-de", corpus_dir)  # as a download leaves it
     return root
 
 
@@ -96,10 +98,19 @@ def check_output(words: list[str], stdout: str, stdin: str | None) -> None:
     """What each example prints or writes, read back: the files it names exist and hold
     what the command promises."""
     command = words[0]
-    if command == "export":
+    if command == "export" and option(words, "--format") == "transformers":
+        directory = Path(option(words, "--output", "-o"))
+        assert {"config.json", "model.safetensors", "tokenizer.json", "README.md"} <= {
+            path.name for path in directory.iterdir()
+        }
+    elif command == "export":
         directory = Path(option(words, "--output", "-o"))
         assert (directory / "model.bin").is_file() and (directory / "nmt.json").is_file()
         assert f"translate with: nmt translate --engine ctranslate2 --model {directory}" in stdout
+    elif command == "import":
+        checkpoint = Path(option(words, "--output", "-o"))
+        assert load_checkpoint(checkpoint)["config"]["model"]["decoder"]["norm"] == "post"
+        assert "init_from" in checkpoint.with_suffix(".yaml").read_text("utf-8")
     elif command == "translate":
         source = option(words, "--input", "--src", "-i")
         expected = len(lines_of(source)) if source else stdin.count("\n")

@@ -25,6 +25,7 @@ app.command()(training.average)
 app.command()(training.plot)
 app.command()(serving.serve)
 app.command()(exporting.export)
+app.command(name="import")(exporting.import_)
 app.command()(shortlisting.shortlist)
 
 

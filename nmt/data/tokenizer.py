@@ -131,8 +131,9 @@ class Vocab:
         (nmt/model/copy.py): id `size + j` is `copied[j]`, the piece at source position j."""
         specials = {self.pad_id, self.bos_id, self.eos_id, *self.tags.values()}
         ids = [i for i in ids if i not in specials]
-        if self.vocabulary is not None:
-            return self.processor.decode_pieces(self.pieces(ids, copied))
+        if self.vocabulary is not None:  # pieces only the source model knows stay as they are
+            text = self.processor.decode_pieces(self.pieces(ids, copied))
+            return text.replace("▁", " ").strip()
         if all(i < self.size for i in ids):
             return self.processor.decode(ids)
         # SentencePiece keeps a piece it does not know as it is, word boundary marks included

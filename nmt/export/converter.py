@@ -36,9 +36,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +47,7 @@ from nmt.checkpoint import load_checkpoint, restore_model
 from nmt.config import Experiment, ModelConfig, config_to_dict
 from nmt.data.tokenizer import Tokenizer, Vocab, language_tag
 from nmt.errors import UserError
+from nmt.export.staging import check_output, staged
 from nmt.extras import require_extra
 from nmt.model.attention import Attention
 from nmt.model.layers import TransformerLayer
@@ -82,12 +80,7 @@ def export_ctranslate2(checkpoint: Path, output: Path, shortlist: int = 0) -> Pa
     """
     import_ctranslate2("nmt export --format ctranslate2")
     output = Path(output)
-    if output.exists() and not (output.is_dir() and not any(output.iterdir())):
-        raise UserError(f"--output {output} already exists; remove it or choose a new directory.")
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise UserError(f"--output {output}: cannot create {output.parent} ({error}).") from None
+    check_output(output)
     model, tokenizer, config = restore_model(load_checkpoint(checkpoint), checkpoint)
     refusal = unexportable(config.model)
     if refusal:
@@ -104,8 +97,7 @@ def export_ctranslate2(checkpoint: Path, output: Path, shortlist: int = 0) -> Pa
             config, decode=dataclasses.replace(config.decode, shortlist=shortlist)
         )
     spec = transformer_spec(model, config, tokenizer)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
-    try:
+    with staged(output) as staging:
         spec.validate()
         spec.optimize(quantization=None)
         spec.save(str(staging))
@@ -115,12 +107,6 @@ def export_ctranslate2(checkpoint: Path, output: Path, shortlist: int = 0) -> Pa
         config_text = json.dumps(config_to_dict(config), indent=2, ensure_ascii=False)
         (staging / CONFIG_FILE).write_text(config_text + "\n", "utf-8")
         (staging / "README.txt").write_text(readme(output, tokenizer, config), "utf-8")
-        if output.exists():
-            output.rmdir()  # empty, checked above
-        os.replace(staging, output)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return output
 
 
@@ -203,7 +189,7 @@ def transformer_spec(model: Seq2Seq, config: Experiment, tokenizer: Tokenizer) -
         alignment_heads=decoder.heads,  # the mean over all heads, as word_alignment takes it
         **_position_options(decoder.positions, decoder.heads, decoder.emb_dim),
     )
-    positions = max(MIN_POSITIONS, _longest(config))
+    positions = max(MIN_POSITIONS, longest_output(config))
     stack = model.encoder.stages[0]
     _set_input(encoder_spec, model.encoder.embed, model.encoder.positions, positions)
     _set_stack(encoder_spec, stack.layers, stack.norm)
@@ -229,7 +215,7 @@ def transformer_spec(model: Seq2Seq, config: Experiment, tokenizer: Tokenizer) -
     return spec
 
 
-def _longest(config: Experiment) -> int:
+def longest_output(config: Experiment) -> int:
     """The most positions `nmt translate` can use: the longest source and its output limit."""
     decode = config.decode
     return max(

@@ -194,3 +194,18 @@ def test_a_route_that_is_not_there_names_those_that_are(refusing):
         405,
         {"detail": "POST is not allowed here; use GET, HEAD"},
     )
+
+
+def test_an_imported_marian_model_is_served_like_any_other(tmp_path, corpus_dir):
+    pytest.importorskip("transformers", reason="pip install 'nmt[hub]'")
+    from conftest import write_marian_model
+    from nmt.export.marian import import_marian
+    from nmt.translate.translator import Translator
+
+    directory = write_marian_model(tmp_path / "opus-mt-en-de", corpus_dir)
+    translator = Translator.load(import_marian(str(directory), tmp_path / "imported.pt"))
+    app = create_app({"opus": ServedModel("opus", translator)}, workers=1)
+    with serving_app(app) as client:
+        status, answer = client.translate([{"src": src, "id": "opus"} for src in SENTENCES])
+    assert status == 200, answer
+    assert [item["tgt"] for item in answer[0]] == [t.text for t in translator.translate(SENTENCES)]
