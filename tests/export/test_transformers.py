@@ -185,6 +185,27 @@ def test_import_then_export_gives_back_the_same_model(marian, tmp_path):
     )
 
 
+def test_a_hub_id_comes_through_huggingface_hub(marian, tmp_path, monkeypatch):
+    """The real download path, offline: huggingface_hub finds the id in its cache, laid out
+    as a download leaves it."""
+    import shutil
+
+    from huggingface_hub import constants
+
+    directory, checkpoint, _, _ = marian
+    repo = tmp_path / "hub" / "models--Helsinki-NLP--opus-mt-en-de"
+    shutil.copytree(directory, repo / "snapshots" / ("0" * 40))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.chdir(tmp_path)
+    imported = import_marian("Helsinki-NLP/opus-mt-en-de", tmp_path / "from-hub.pt")
+    ours, theirs = load_checkpoint(imported)["model"], load_checkpoint(checkpoint)["model"]
+    assert all(torch.equal(ours[name], theirs[name]) for name in theirs)
+    assert load_checkpoint(imported)["config"]["name"] == "opus-mt-en-de"
+
+
 def test_what_cannot_be_imported_is_refused_with_the_reason(marian, tmp_path):
     directory, _, _, _ = marian
     runner = CliRunner()
