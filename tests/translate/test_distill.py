@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -18,6 +19,7 @@ from nmt.data.splits import load_split
 from nmt.errors import UserError
 from nmt.translate.distill import distil
 from nmt.translate.translator import Translator
+from nmt.version import __version__ as nmt_version
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -25,8 +27,9 @@ SPLITS = ("valid.en", "valid.de", "test.en", "test.de")
 TWO_WAY = ("data.directions=[en-de,de-en]",)
 
 
-def trained(tmp_path_factory, corpus_dir, name: str, *overrides: str):
-    run = tmp_path_factory.mktemp(name)
+def trained(directory_for, corpus_dir, name: str, *overrides: str):
+    """The best.pt of the tiny experiment on `corpus_dir`, trained in directory_for(name)."""
+    run = directory_for(name)
     result = nmt(*tiny_train_args(run, corpus_dir, *overrides))
     assert result.returncode == 0, result.stderr
     return run / "best.pt"
@@ -34,13 +37,13 @@ def trained(tmp_path_factory, corpus_dir, name: str, *overrides: str):
 
 @pytest.fixture(scope="module")
 def teacher(tmp_path_factory, corpus_dir):
-    return trained(tmp_path_factory, corpus_dir, "teacher")
+    return trained(tmp_path_factory.mktemp, corpus_dir, "teacher")
 
 
 @pytest.fixture(scope="module")
 def other_teacher(tmp_path_factory, corpus_dir):
     """Another seed, the same tokenizer: an ensemble's second member."""
-    return trained(tmp_path_factory, corpus_dir, "other-teacher", "train.seed=7")
+    return trained(tmp_path_factory.mktemp, corpus_dir, "other-teacher", "train.seed=7")
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +77,7 @@ def test_the_targets_are_what_nmt_translate_writes_and_valid_and_test_are_copies
     for name in SPLITS:
         assert (distilled / name).read_bytes() == (corpus_dir / name).read_bytes(), name
     written = manifest(distilled)
-    assert written["complete"] and written["nmt_version"] == "0.2.0"
+    assert written["complete"] and written["nmt_version"] == nmt_version
     (only,) = written["settings"]["teachers"]
     assert only == {
         "path": str(teacher),
@@ -89,12 +92,21 @@ def test_the_targets_are_what_nmt_translate_writes_and_valid_and_test_are_copies
     assert again.returncode == 0 and "is complete already" in again.stdout
 
 
-def test_a_student_trains_on_the_distilled_corpus_and_translates(distilled, tmp_path):
-    student = tmp_path / "student"
-    trained = nmt(*tiny_train_args(student, distilled, "train.max_steps=2"))
-    assert trained.returncode == 0, trained.stderr
-    found = nmt("translate", "--checkpoint", student, input="\n".join(LINES) + "\n")
-    assert found.returncode == 0 and len(found.stdout.splitlines()) == len(LINES)
+def test_a_student_trains_on_the_distilled_corpus_alone_or_added_and_translates(
+    distilled, corpus_dir, tmp_path
+):
+    for name, corpus, extra, pairs in (
+        ("alone", distilled, (), 300),
+        ("added", corpus_dir, (f"data.extra_train=[{distilled}]",), 600),
+    ):
+        student = tmp_path / name
+        result = nmt(*tiny_train_args(student, corpus, "train.max_steps=2", *extra))
+        assert result.returncode == 0, result.stderr
+        log = (student / "train.log").read_text("utf-8")
+        counts = re.search(r"(\d+) pairs kept, (\d+) empty dropped, (\d+) longer", log)
+        assert sum(map(int, counts.groups())) == pairs
+        found = nmt("translate", "--checkpoint", student, input="\n".join(LINES) + "\n")
+        assert found.returncode == 0 and len(found.stdout.splitlines()) == len(LINES)
 
 
 def test_an_ensemble_distils_as_it_translates_and_the_manifest_names_both(
@@ -262,7 +274,7 @@ def test_a_table_corpus_is_written_as_text_files(teacher, corpus_dir, tmp_path):
 
 @pytest.fixture(scope="module")
 def two_way_teacher(tmp_path_factory, corpus_dir):
-    return trained(tmp_path_factory, corpus_dir, "two-way", *TWO_WAY, "train.max_steps=9")
+    return trained(tmp_path_factory.mktemp, corpus_dir, "two-way", *TWO_WAY, "train.max_steps=9")
 
 
 def test_every_direction_of_a_multilingual_teacher_gets_a_pair_of_its_own(
@@ -285,3 +297,30 @@ def test_every_direction_of_a_multilingual_teacher_gets_a_pair_of_its_own(
             f"valid.{source} / valid.{target}"
         )
     assert [d["name"] for d in manifest(out)["directions"]] == ["en-de", "de-en"]
+
+
+def test_two_directions_into_one_language_each_get_the_translations_of_their_sources(
+    corpus_dir, tmp_path
+):
+    """A multi-way corpus, en-de and fr-de: German targets of each direction's own
+    sources, never one shared German file."""
+    corpus = tmp_path / "multi-way"
+    corpus.mkdir()
+    for split in ("train", "valid", "test"):
+        english = (corpus_dir / f"{split}.en").read_text("utf-8").splitlines()[:60]
+        french = [line.replace("e", "é").replace("c", "ç") for line in english]
+        (corpus / f"{split}.en").write_text("".join(f"{line}\n" for line in english), "utf-8")
+        (corpus / f"{split}.fr").write_text("".join(f"{line}\n" for line in french), "utf-8")
+        shutil.copy(corpus_dir / f"{split}.de", corpus / f"{split}.de")
+    german = (corpus_dir / "train.de").read_text("utf-8").splitlines()[:60]
+    (corpus / "train.de").write_text("".join(f"{line}\n" for line in german), "utf-8")
+    into_german = ("data.directions=[en-de,fr-de]", "train.max_steps=3")
+    teacher = trained(lambda name: tmp_path / name, corpus, "many-to-one", *into_german)
+    out = tmp_path / "out"
+    distil(teacher, out, workers=1, beam=1)
+    translator = Translator.load(teacher, workers=1, beam=1)
+    for source in ("en", "fr"):
+        sources = (corpus / f"train.{source}").read_text("utf-8").splitlines()
+        expected = [t.text for t in translator.translate(sources)]
+        assert (out / f"train.{source}-de.de").read_text("utf-8").splitlines() == expected
+    assert not (out / "train.de").exists()
