@@ -18,8 +18,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from nmt.errors import UserError
-
-__version__ = "0.2.0"
+from nmt.version import __version__
 
 __all__ = [
     "Translator",

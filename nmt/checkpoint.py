@@ -45,12 +45,18 @@ def _write_atomically(path: Path, payload: dict) -> None:
     RuntimeError ("unexpected pos 64 vs 0"), where a plain write reports the OS reason."""
     serialised = io.BytesIO()
     torch.save(payload, serialised)
+    write_atomically(path, serialised.getbuffer())
+
+
+def write_atomically(path: Path, data: bytes | memoryview) -> None:
+    """Replaces `path` by `data` through a temporary file, fsync and rename, so a reader (or
+    a crash) sees the old file or the new one, never a torn one; OSError as the OS says."""
     handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, renamed only if complete
         dir=path.parent, prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX, delete=False
     )
     try:
         with handle:
-            handle.write(serialised.getbuffer())
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(handle.name, path)

@@ -238,6 +238,27 @@ def test_values_that_do_not_fit_together(tmp_path, overrides, key):
     assert error(tmp_path, *overrides).path == key
 
 
+def test_extra_train_lists_directories_once_for_the_train_split_in_memory(tmp_path):
+    config = load_config(write(tmp_path, "data: {extra_train: [distilled, more]}\n"))
+    assert config.data.extra_train == ["distilled", "more"]
+    cases = {
+        "data.extra_train=[]": ("data.extra_train", "needs a directory"),
+        "data.extra_train=[a, '']": ("data.extra_train[1]", "must name a directory"),
+        "data.extra_train=[a, a]": ("data.extra_train", "lists a twice"),
+        "data.extra_train=a": ("data.extra_train", "expected a list"),
+    }
+    for override, (key, message) in cases.items():
+        found = error(tmp_path, override)
+        assert (found.path, message in found.detail) == (key, True), found
+    for large in ("data.streaming=true", "data.num_proc=2"):
+        found = error(tmp_path, "data.extra_train=[distilled]", large)
+        assert found.path == "data.extra_train" and "in memory only" in found.detail
+    message = refused(
+        "train", "--config", DEMO_CONFIG, *set_options("data.extra_train=[a]", "data.num_proc=2")
+    )
+    assert "error: config key 'data.extra_train': works on the train split in memory" in message
+
+
 def test_sampling_allows_more_draws_than_the_beam(tmp_path):
     config = load_config(write(tmp_path, ""), ["decode.sample=true", "decode.nbest=8"])
     assert config.decode.nbest == 8 and config.decode.greedy().nbest == 1

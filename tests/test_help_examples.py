@@ -21,7 +21,17 @@ from nmt.cli import app
 # The commands whose examples run here, in an order that makes what the next ones read (the
 # shortlist and the export before translating with them); training and serving are tested
 # elsewhere.
-COMMANDS = ("shortlist", "export", "import", "translate", "eval", "score", "average", "plot")
+COMMANDS = (
+    "shortlist",
+    "export",
+    "import",
+    "translate",
+    "eval",
+    "score",
+    "distill",
+    "average",
+    "plot",
+)
 
 
 def examples(command: str) -> list[str]:
@@ -133,6 +143,14 @@ def check_output(words: list[str], stdout: str, stdin: str | None) -> None:
         for row in rows:
             total = json.loads(row)["total"] if "--json" in words else float(row.split("\t")[0])
             assert total < 0
+    elif command == "distill":
+        directory = Path(option(words, "--out"))
+        manifest = json.loads((directory / "manifest.json").read_text("utf-8"))
+        assert manifest["complete"] and f"--set data.path={directory}" in stdout
+        for direction in manifest["directions"]:
+            sources = lines_of(str(directory / direction["source"]))
+            assert len(sources) == len(lines_of(str(directory / direction["target"])))
+            assert len(sources) == direction["lines"] > 0
     elif command == "average":
         averaged = load_checkpoint(Path(option(words, "--output")))
         assert set(averaged["model"]) == set(load_checkpoint(Path("runs/demo/best.pt"))["model"])

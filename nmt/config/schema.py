@@ -92,6 +92,9 @@ class DataConfig:
     directions: list[str] | None = None
     max_pairs: dict[str, int] | None = None
     sampling_temperature: float = 5.0
+    # More training pairs (nmt/data/splits.py::load_train_split): directories of the same
+    # layout whose train split follows this corpus's, e.g. one that `nmt distill` wrote.
+    extra_train: list[str] | None = None
 
     def __post_init__(self) -> None:
         _require(
@@ -100,6 +103,7 @@ class DataConfig:
             "must differ from src_lang",
         )
         self._check_directions()
+        self._check_extra_train()
         _require(self.max_len > 0, "max_len", f"must be positive, got {self.max_len}")
         _require(self.num_proc is None or self.num_proc > 0, "num_proc", "must be positive or null")
         _require(
@@ -141,6 +145,21 @@ class DataConfig:
         _require(
             in_memory or (len(names) == 1 and not self.max_pairs),
             "directions" if len(names) > 1 else "max_pairs",
+            "works on the train split in memory only; set data.streaming: false and "
+            "data.num_proc: null",
+        )
+
+    def _check_extra_train(self) -> None:
+        if self.extra_train is None:
+            return
+        _require(bool(self.extra_train), "extra_train", "needs a directory, e.g. [distilled]")
+        for index, directory in enumerate(self.extra_train):
+            _require(bool(directory), f"extra_train[{index}]", "must name a directory")
+        repeated = sorted({d for d in self.extra_train if self.extra_train.count(d) > 1})
+        _require(not repeated, "extra_train", f"lists {', '.join(repeated)} twice")
+        _require(
+            not (self.streaming or self.num_proc),
+            "extra_train",
             "works on the train split in memory only; set data.streaming: false and "
             "data.num_proc: null",
         )

@@ -22,7 +22,7 @@ from nmt.data.sources import (
     arrow_source,
     memory_source,
 )
-from nmt.data.splits import ParallelText, cache_dir, load_split, read_pairs
+from nmt.data.splits import ParallelText, cache_dir, load_split, load_train_split, read_pairs
 from nmt.data.tokenizer import Tokenizer, build_tokenizer
 from nmt.errors import UserError
 
@@ -65,7 +65,7 @@ def _in_memory(
 ) -> tuple[Tokenizer, IndexedSource | SampledSource]:
     limits = config.data.max_pairs or {}
     texts = {
-        name: _first_pairs(load_split(one, "train"), limits.get(name))
+        name: _first_pairs(load_train_split(one), limits.get(name))
         for name, one in directions.items()
     }
     if tokenizer is None:

@@ -2,9 +2,13 @@
 
 Corpora come from the Hugging Face hub (`data.hub_id`), a local directory (`data.path`)
 of `{split}.{lang}` text files or `{split}.tsv|jsonl|parquet` files, or the generated
-demo corpus. `locate` finds a split (with the error a user needs when it is not there);
-`load_split` reads it whole into two aligned lists of strings, `read_pairs` streams it. Any
-way in which the two sides could silently misalign is an error instead.
+demo corpus. A direction's own pair of files, `{split}.{src}-{tgt}.{src}` and
+`{split}.{src}-{tgt}.{tgt}`, wins over the shared `{split}.{lang}` files: a corpus whose
+directions disagree about a language's side (the targets `nmt distill` writes for each
+direction of a multilingual teacher) holds one pair per direction. `locate` finds a split
+(with the error a user needs when it is not there); `load_split` reads it whole into two
+aligned lists of strings, `read_pairs` streams it. Any way in which the two sides could
+silently misalign is an error instead.
 """
 
 from __future__ import annotations
@@ -57,7 +61,28 @@ def cache_dir(config: DataConfig) -> Path:
 
 def load_split(config: DataConfig, role: str) -> ParallelText:
     """Reads the split that plays `role` (train, valid or test) from wherever the config says."""
-    location = locate(config, role)
+    return _read(locate(config, role), config, role)
+
+
+def load_train_split(config: DataConfig) -> ParallelText:
+    """The train split that training reads: the corpus's own pairs, then those of each
+    `data.extra_train` directory, in the order listed."""
+    texts = [load_split(config, "train")]
+    for index, directory in enumerate(config.extra_train or ()):
+        key = f"data.extra_train[{index}]"
+        texts.append(
+            _read(_locate_local(Path(directory), config.splits.train, config, key), config)
+        )
+    if len(texts) == 1:
+        return texts[0]
+    return ParallelText(
+        [line for text in texts for line in text.src],
+        [line for text in texts for line in text.tgt],
+        " + ".join(text.origin for text in texts),
+    )
+
+
+def _read(location: Location, config: DataConfig, role: str = "train") -> ParallelText:
     if location.kind == "text":
         text = _read_text_pair(*location.files)
     elif location.kind == "table":
@@ -87,18 +112,23 @@ def locate(config: DataConfig, role: str = "train") -> Location:
     )
 
 
-def _locate_local(directory: Path, split: str, config: DataConfig) -> Location:
+def _locate_local(
+    directory: Path, split: str, config: DataConfig, key: str = "data.path"
+) -> Location:
+    """The split's files in `directory` (named by config `key` in errors): the direction's
+    own pair, the shared language files, or a table."""
     if not directory.is_dir():
         problem = "is not a directory" if directory.exists() else "does not exist"
         raise UserError(
-            f"data.path {directory} {problem}. Point it at the folder that "
+            f"{key} {directory} {problem}. Point it at the folder that "
             f"holds {split}.{config.src_lang} and {split}.{config.tgt_lang}."
         )
-    src_file = directory / f"{split}.{config.src_lang}"
-    tgt_file = directory / f"{split}.{config.tgt_lang}"
-    if src_file.exists() and tgt_file.exists():
-        _require_content(src_file, tgt_file)
-        return Location("text", (src_file, tgt_file))
+    source, target = config.src_lang, config.tgt_lang
+    for stem in (f"{split}.{source}-{target}", split):
+        src_file, tgt_file = directory / f"{stem}.{source}", directory / f"{stem}.{target}"
+        if src_file.exists() and tgt_file.exists():
+            _require_content(src_file, tgt_file)
+            return Location("text", (src_file, tgt_file))
     for suffix, builder in TABLE_FORMATS.items():
         table = directory / f"{split}.{suffix}"
         if table.exists():
@@ -106,7 +136,7 @@ def _locate_local(directory: Path, split: str, config: DataConfig) -> Location:
             return Location("table", (table,), builder)
     found = ", ".join(sorted(p.name for p in directory.iterdir())[:12]) or "nothing"
     raise UserError(
-        f"data.path {directory}: no files for split '{split}'. Expected {src_file.name} and "
+        f"{key} {directory}: no files for split '{split}'. Expected {src_file.name} and "
         f"{tgt_file.name}, or {split}.tsv / {split}.jsonl / {split}.parquet; found: {found}. "
         "Check data.splits, data.src_lang and data.tgt_lang."
     )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import tempfile
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from nmt.export.converter import longest_output, unexportable
 from nmt.export.staging import check_output, staged
 from nmt.extras import require_extra
 from nmt.model.seq2seq import Seq2Seq
+from nmt.version import __version__
 
 NEEDED_BY = "nmt export --format transformers"
 MIN_POSITIONS = 512  # OPUS-MT's table; longer if our output limit needs it
@@ -237,7 +237,7 @@ tags: [translation, nmt]
 
 # {config.name}: {data.src_lang} → {data.tgt_lang}
 
-A Transformer trained with nmt {version("nmt")} and exported by `{NEEDED_BY}` as
+A Transformer trained with nmt {__version__} and exported by `{NEEDED_BY}` as
 `{architecture}`, whose layers compute what nmt's compute (checkpoint `{checkpoint.name}`,
 step {payload.get("step", "?")}).
 

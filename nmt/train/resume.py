@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nmt.checkpoint import load_checkpoint, remove_temporaries
-from nmt.config import Experiment, config_differences, config_to_dict
+from nmt.config import Experiment, checkpoint_config, config_differences, config_to_dict
 from nmt.errors import UserError
 
 # Keys that may change when a run is resumed: budgets, and settings that leave the
@@ -41,7 +41,8 @@ def check_resumable(payload: dict, config: Experiment, path: Path) -> None:
     """A UserError unless `config` continues the run whose last.pt is `payload`."""
     if "training" not in payload:
         raise UserError(f"{path} holds no training state (it is not a last.pt); cannot resume.")
-    differences = config_differences(payload["config"], config_to_dict(config), RESUMABLE_KEYS)
+    stored = config_to_dict(checkpoint_config(payload["config"]))  # keys added since: defaults
+    differences = config_differences(stored, config_to_dict(config), RESUMABLE_KEYS)
     if differences:
         shown = "; ".join(differences[:6]) + ("; ..." if len(differences) > 6 else "")
         raise UserError(

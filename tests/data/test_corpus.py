@@ -153,3 +153,19 @@ def test_several_sources_into_one_target_with_a_vocabulary_per_side(tmp_path, co
     german = (corpus / "valid.de").read_text("utf-8").splitlines()
     assert built.tgt.unk_id not in {i for ids in built.tgt.encode(german) for i in ids}
     assert not any("é" in piece for piece in built.tgt.pieces(range(built.tgt.size)))
+
+
+def test_extra_train_pairs_join_the_batches(tmp_path, corpus_dir):
+    more = tmp_path / "more"
+    write_parallel(more, "train", [("a purple cat sleeps.", "eine lila katze schlaeft.")] * 3)
+    config = tiny_experiment(corpus_dir, f"data.extra_train=[{more}]")
+    corpus = prepare_corpus(config, tmp_path / "run")
+    assert corpus.train.description == "303 training pairs"
+    tokenizer = corpus.tokenizer
+    seen = Counter(
+        (tokenizer.src.decode(src), tokenizer.tgt.decode(tgt))
+        for batch in corpus.train.batches(0)
+        for src, tgt in zip(*batch, strict=True)
+    )
+    assert seen[("a purple cat sleeps.", "eine lila katze schlaeft.")] == 3
+    assert sum(seen.values()) == 303

@@ -1,12 +1,13 @@
 """Finding and reading a split: text files, tables, the hub; whole or streamed, read alike."""
 
 import json
+import shutil
 
 import pytest
 
-from conftest import tiny_experiment
+from conftest import tiny_experiment, write_parallel
 from nmt.config import DataConfig, Splits
-from nmt.data.splits import load_split, read_lines, read_pairs
+from nmt.data.splits import load_split, load_train_split, read_lines, read_pairs
 from nmt.errors import UserError
 
 
@@ -114,3 +115,30 @@ def test_whole_and_streamed_reading_fail_alike(corpus_dir, tmp_path, problem):
         load_split(config, "valid")
     with pytest.raises(UserError, match=expected):
         list(read_pairs(config, "valid"))
+
+
+def test_a_directions_own_pair_of_files_wins_over_the_shared_ones(corpus_dir, tmp_path):
+    """`{split}.de-en.de` and `{split}.de-en.en` hold a direction's own pair (nmt distill
+    writes one per direction); the other directions read the shared files."""
+    shutil.copytree(corpus_dir, tmp_path, dirs_exist_ok=True)
+    (tmp_path / "train.de-en.de").write_text("ein Hund\n", "utf-8")
+    (tmp_path / "train.de-en.en").write_text("a dog\n", "utf-8")
+    own = load_split(DataConfig(src_lang="de", tgt_lang="en", path=str(tmp_path)), "train")
+    assert (own.src, own.tgt) == (["ein Hund"], ["a dog"])
+    shared = load_split(local(tmp_path), "train")
+    assert shared.src == read_lines(corpus_dir / "train.en")
+    streamed = list(read_pairs(DataConfig(src_lang="de", tgt_lang="en", path=str(tmp_path))))
+    assert streamed == [("ein Hund", "a dog")]
+
+
+def test_extra_train_directories_follow_the_corpus_s_train_split(corpus_dir, tmp_path):
+    write_parallel(tmp_path / "more", "train", [("a cat.", "eine katze."), ("", "leer.")])
+    config = local(corpus_dir, extra_train=[str(tmp_path / "more")])
+    text = load_train_split(config)
+    original = load_split(config, "train")
+    assert text.src == [*original.src, "a cat.", ""] and text.tgt[-2:] == ["eine katze.", "leer."]
+    assert text.origin.endswith("more/train.en / train.de")
+    assert load_split(config, "valid").src == read_lines(corpus_dir / "valid.en")  # as ever
+    missing = local(corpus_dir, extra_train=[str(tmp_path / "more"), str(tmp_path / "none")])
+    with pytest.raises(UserError, match=r"^data.extra_train\[1\] .*none does not exist"):
+        load_train_split(missing)

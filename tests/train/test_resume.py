@@ -6,13 +6,16 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+import pytest
 import torch
 
-from conftest import tiny_train_args
+from conftest import tiny_experiment, tiny_train_args
 from nmt.checkpoint import load_checkpoint
-from nmt.config import config_differences
-from nmt.train.resume import trim_metrics
+from nmt.config import config_differences, config_to_dict
+from nmt.errors import UserError
+from nmt.train.resume import check_resumable, trim_metrics
 from nmt.train.rng import rng_preserved
 
 
@@ -100,6 +103,18 @@ def test_config_differences_name_dotted_keys_and_skip_ignored():
     new = {"train": {"max_steps": 20, "lr": 0.2}, "model": {"encoder": {"layers": 1}}}
     assert config_differences(old, new) == ["train.lr: 0.1 -> 0.2", "train.max_steps: 10 -> 20"]
     assert config_differences(old, new, frozenset({"train.max_steps"})) == ["train.lr: 0.1 -> 0.2"]
+
+
+def test_a_run_from_before_a_key_existed_resumes_and_a_changed_key_is_named(corpus_dir):
+    """A key added to nmt since the run started (data.extra_train) is its default there."""
+    config = tiny_experiment(corpus_dir)
+    stored = config_to_dict(config)
+    del stored["data"]["extra_train"]
+    payload = {"training": {}, "step": 1, "config": stored}
+    check_resumable(payload, config, Path("run/last.pt"))
+    stored["train"]["lr"] = 0.5
+    with pytest.raises(UserError, match=r"different config \(train.lr: 0.5 -> 0.002\)"):
+        check_resumable(payload, config, Path("run/last.pt"))
 
 
 def test_trim_metrics_keeps_the_lines_of_the_checkpoint(tmp_path):
