@@ -1,22 +1,32 @@
 #!/usr/bin/env bash
-# The Multi30k recipe: the best translation from its 29k training pairs alone.
+# The Multi30k recipe: the best translation from its 29k training pairs alone, then one fast
+# model with the ensemble's quality (sequence-level knowledge distillation, Kim & Rush 2016).
 #
-# Trains MODELS models of configs/multi30k_<src>_<tgt>_best.yaml with seeds 1..MODELS, each for
-# an equal share of MINUTES; picks the beam size and length penalty of their best checkpoints'
-# ensemble on the valid split; then scores the ensemble on the test split with them, printing
-# BLEU and chrF with sacrebleu's signatures (on stdout; progress goes to stderr).
-# Run it again to resume: finished models are kept, an interrupted one goes on from its last
-# checkpoint.
+# 1. teachers: MODELS models of configs/multi30k_<src>_<tgt>_best.yaml, seeds 1..MODELS,
+#    each an equal share of MINUTES of training;
+# 2. ensemble: their best checkpoints' beam size and length penalty chosen on valid BLEU
+#    (nmt eval's grid), then scored on test once;
+# 3. distil: the ensemble translates the training sources with those settings (nmt distill);
+# 4. students: each of STUDENTS trained STUDENT_MINUTES on the distilled corpus, its beam and
+#    length penalty chosen on valid, scored on test once. "base" is the teachers' shape,
+#    "shallow" has 6 encoder layers and 1 decoder layer (Kasai et al. 2021: search runs the
+#    decoder only);
+# 5. export: each student to CTranslate2, scored on test with int8 weights.
+# Every score is printed with sacrebleu's signatures (BLEU, chrF, TER) on stdout; progress and
+# each stage's minutes go to stderr. Run it again to resume: finished models, the grids and
+# the distilled corpus are kept, an interrupted training or distillation goes on.
 #
-#   scripts/recipe_multi30k.sh de-en                      # 120 minutes of training in all
+#   scripts/recipe_multi30k.sh de-en                      # 120 + 2 x 30 minutes of training
 #   scripts/recipe_multi30k.sh en-de --data DIR           # {train,val,test_2016_flickr}.{de,en}
 #   scripts/recipe_multi30k.sh de-en --minutes 8          # a quick check of the whole pipeline
 #
-# Options: --minutes M (training minutes in all, default 120), --models N (ensemble size,
-# default 4), --data DIR (corpus files; default: the Hugging Face hub), --runs DIR (default
+# Options: --minutes M (the teachers' training minutes in all, default 120), --models N (the
+# ensemble's size, default 4), --students "NAME ..." (default "base shallow"; "" for none),
+# --student-minutes M (each student's, default 30; with --minutes under 30, a quarter of
+# it), --data DIR (corpus files; default: the Hugging Face hub), --runs DIR (default
 # runs/recipe_multi30k_<src>_<tgt>), --beams "K ..." and --alphas "A ..." (the grid tried on
-# valid, default "5 10" and "0.6 1.0 1.4 2.0"), --set KEY=VALUE (amends the config,
-# repeatable). The nmt on PATH is used (make setup; . .venv/bin/activate).
+# valid, default "5 10" and "0.6 1.0 1.4 2.0"), --set KEY=VALUE (amends the config of every
+# model, repeatable). The nmt on PATH is used (make setup; . .venv/bin/activate).
 set -euo pipefail
 
 usage() {
@@ -26,16 +36,19 @@ usage() {
 
 [[ $# -ge 1 ]] || usage
 case "$1" in
-    de-en | en-de) direction=${1/-/_} ;;
+    de-en | en-de) direction=${1/-/_} source=${1%-*} target=${1#*-} ;;
     *) echo "error: DIRECTION must be de-en or en-de, got '$1'." >&2; exit 2 ;;
 esac
 shift
 minutes=120 models=4 data="" runs="" amend=() beams="5 10" alphas="0.6 1.0 1.4 2.0"
+students="base shallow" student_minutes=""
 while [[ $# -gt 0 ]]; do
     [[ $# -ge 2 ]] || { echo "error: $1 needs a value." >&2; exit 2; }
     case "$1" in
         --minutes) minutes=$2 ;;
         --models) models=$2 ;;
+        --students) students=$2 ;;
+        --student-minutes) student_minutes=$2 ;;
         --data) data=$2 ;;
         --runs) runs=$2 ;;
         --beams) beams=$2 ;;
@@ -45,55 +58,122 @@ while [[ $# -gt 0 ]]; do
     esac
     shift 2
 done
+positive_minutes() { [[ $1 =~ ^[0-9]+([.][0-9]+)?$ ]] && awk "BEGIN {exit !($1 > 0)}"; }
 [[ $models =~ ^[1-9][0-9]*$ ]] || { echo "error: --models must be a positive whole number." >&2; exit 2; }
-[[ $minutes =~ ^[0-9]+([.][0-9]+)?$ ]] && awk "BEGIN {exit !($minutes > 0)}" \
-    || { echo "error: --minutes must be a positive number of minutes." >&2; exit 2; }
+positive_minutes "$minutes" || { echo "error: --minutes must be a positive number of minutes." >&2; exit 2; }
+[[ -z $student_minutes ]] || positive_minutes "$student_minutes" \
+    || { echo "error: --student-minutes must be a positive number of minutes." >&2; exit 2; }
 [[ $beams =~ ^[1-9][0-9]*( [1-9][0-9]*)*$ ]] \
     || { echo "error: --beams must be beam sizes separated by spaces, e.g. \"5 10\"." >&2; exit 2; }
 [[ $alphas =~ ^[0-9]+([.][0-9]+)?( [0-9]+([.][0-9]+)?)*$ ]] \
     || { echo "error: --alphas must be numbers separated by spaces, e.g. \"0.6 1.0\"." >&2; exit 2; }
+for student in $students; do
+    [[ $student == base || $student == shallow ]] \
+        || { echo "error: --students names base and shallow only, got '$student'." >&2; exit 2; }
+done
+student_minutes=${student_minutes:-$(awk "BEGIN {print ($minutes < 30 ? $minutes / 4 : 30)}")}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 config=$root/configs/multi30k_${direction}_best.yaml
 runs=${runs:-runs/recipe_multi30k_${direction}}
 share=$(awk "BEGIN {print $minutes / $models}")
-corpus=()
-[[ -z $data ]] || corpus=(--set "data.path=$data")
+corpus=() data_option=()
+[[ -z $data ]] || corpus=(--set "data.path=$data") data_option=(--data "$data")
+grid=()
+for beam in $beams; do grid+=(--beam "$beam"); done
+for alpha in $alphas; do grid+=(--alpha "$alpha"); done
+mkdir -p "$runs"
+timing=()
 
-echo "== $direction: $models models x $share minutes, $config" >&2
-members=()
-for seed in $(seq 1 "$models"); do
-    run=$runs/seed$seed
-    train=(nmt train --config "$config" "${corpus[@]}" "${amend[@]}"
-        --set "train.max_minutes=$share" --set "train.seed=$seed" --run-dir "$run")
-    if [[ -f $run/metrics.jsonl ]] && grep -q '"test_bleu"' "$run/metrics.jsonl"; then
-        echo "== seed $seed: finished before, kept" >&2
-    elif [[ -f $run/last.pt ]]; then
-        echo "== seed $seed: resuming" >&2
-        "${train[@]}" --resume >&2
-    else
-        echo "== seed $seed: training" >&2
-        "${train[@]}" --overwrite >&2
-    fi
-    members+=(--checkpoint "$run/best.pt")
-done
-
-ensemble_bleu() { # SPLIT BEAM ALPHA -> the ensemble's BLEU
-    nmt eval "${members[@]}" --ensemble --split "$1" "${corpus[@]}" --beam "$2" --alpha "$3" \
-        --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["bleu"])'
+stage() { # NAME: starts timing a stage
+    stage_name=$1 stage_start=$(date +%s)
+    echo "== $1" >&2
+}
+stage_done() {
+    timing+=("$(awk "BEGIN {printf \"%6.1f\", ($(date +%s) - $stage_start) / 60}") min  $stage_name")
 }
 
-echo "== beam size and length penalty of the ensemble, chosen on valid BLEU" >&2
-best=""
-for beam in $beams; do
-    for alpha in $alphas; do
-        bleu=$(ensemble_bleu valid "$beam" "$alpha")
-        echo "   beam $beam, alpha $alpha: valid BLEU $bleu" >&2
-        if [[ -z $best ]] || awk "BEGIN {exit !($bleu > ${best%% *})}"; then
-            best="$bleu $beam $alpha"
-        fi
-    done
+train_or_resume() { # RUN ARGS...: trains a model into RUN, keeps it when finished, or resumes it
+    local run=$1
+    shift
+    local train=(nmt train --config "$config" "${amend[@]}" "$@" --run-dir "$run")
+    if [[ -f $run/metrics.jsonl ]] && grep -q '"test_bleu"' "$run/metrics.jsonl"; then
+        echo "   $run: finished before, kept" >&2
+    elif [[ -f $run/last.pt ]]; then
+        echo "   $run: resuming" >&2
+        "${train[@]}" --resume >&2
+    else
+        echo "   $run: training" >&2
+        "${train[@]}" --overwrite >&2
+    fi
+}
+
+chosen() { # NAME EVAL-ARGS... -> "beam alpha": nmt eval's grid on valid, kept in RUNS/NAME.grid.json
+    local name=$1 kept=$runs/$1.grid.json
+    shift
+    if [[ ! -s $kept ]]; then
+        nmt eval "$@" --split valid "${grid[@]}" --json >"$kept.part"
+        mv "$kept.part" "$kept"
+    fi
+    python3 - "$kept" "$beams" "$alphas" <<'EOF'
+import json, sys
+found, beams, alphas = json.load(open(sys.argv[1])), sys.argv[2].split(), sys.argv[3].split()
+best = found.get("best", {"beam": int(beams[0]), "alpha": float(alphas[0])})  # one setting
+for row in found.get("grid", [{**best, **found}]):
+    print(f"   beam {row['beam']}, alpha {row.get('alpha', '-')}: valid BLEU {row['bleu']}",
+          file=sys.stderr)
+print(best["beam"], best.get("alpha", alphas[0]))
+EOF
+}
+
+stage "teachers: $models models x $share minutes, $config"
+teachers=()
+for seed in $(seq 1 "$models"); do
+    train_or_resume "$runs/seed$seed" "${corpus[@]}" \
+        --set "train.max_minutes=$share" --set "train.seed=$seed"
+    teachers+=(--checkpoint "$runs/seed$seed/best.pt")
 done
-read -r _ beam alpha <<<"$best"
+stage_done
+
+stage "the ensemble: beam size and length penalty chosen on valid BLEU, then test"
+ensemble=("${teachers[@]}")
+[[ $models -eq 1 ]] || ensemble+=(--ensemble)
+read -r beam alpha < <(chosen ensemble "${ensemble[@]}" "${corpus[@]}")
 echo "== the ensemble of $models models on test, beam $beam, alpha $alpha" >&2
-nmt eval "${members[@]}" --ensemble --split test "${corpus[@]}" --beam "$beam" --alpha "$alpha"
+echo "ensemble of $models teachers (beam $beam, alpha $alpha), test:"
+nmt eval "${ensemble[@]}" --split test "${corpus[@]}" --beam "$beam" --alpha "$alpha"
+stage_done
+
+if [[ -n $students ]]; then
+    stage "distillation: the ensemble translates the training sources (beam $beam, alpha $alpha)"
+    distilled=$runs/distilled
+    nmt distill "${teachers[@]}" --out "$distilled" "${data_option[@]}" \
+        --beam "$beam" --alpha "$alpha" >&2
+    stage_done
+fi
+
+for student in $students; do
+    shape=()
+    [[ $student == base ]] || shape=(--set model.encoder.layers=6 --set model.decoder.layers=1)
+    run=$runs/student_$student
+    stage "student $student: $student_minutes minutes on the distilled corpus"
+    train_or_resume "$run" --set "data.path=$distilled" "${shape[@]}" \
+        --set "train.max_minutes=$student_minutes" --set train.seed=1
+    read -r beam alpha < <(chosen "student_$student" --checkpoint "$run/best.pt")
+    echo "student $student (beam $beam, alpha $alpha), test:"
+    nmt eval --checkpoint "$run/best.pt" --split test --beam "$beam" --alpha "$alpha"
+    stage_done
+
+    stage "student $student through CTranslate2, int8"
+    rm -rf "$run/ctranslate2"
+    nmt export --format ctranslate2 --checkpoint "$run/best.pt" --output "$run/ctranslate2" >&2
+    nmt translate --engine ctranslate2 --model "$run/ctranslate2" --quantize int8 \
+        --beam "$beam" --alpha "$alpha" --input "$distilled/test_2016_flickr.$source" \
+        --output "$run/ctranslate2.test.$target"
+    echo "student $student, CTranslate2 int8 (beam $beam, alpha $alpha), test:"
+    nmt eval --hyp "$run/ctranslate2.test.$target" --ref "$distilled/test_2016_flickr.$target"
+    stage_done
+done
+
+echo "== minutes per stage" >&2
+printf '   %s\n' "${timing[@]}" >&2

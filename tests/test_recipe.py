@@ -1,7 +1,10 @@
 """scripts/recipe_multi30k.sh end to end, on a small corpus laid out as Multi30k's files:
-train two models, choose the ensemble's beam and length penalty on valid, score it on test;
-run again, the finished models are kept."""
+train two teachers, choose the ensemble's beam and length penalty on valid, score it on
+test, distil the training sources with it, train the two students on them, choose their
+settings on valid, score them on test, and through CTranslate2 with int8 weights; run
+again, and everything finished is kept."""
 
+import json
 import os
 import subprocess
 import sys
@@ -14,7 +17,8 @@ from conftest import ROOT, set_options, write_parallel
 from nmt.data.demo import generate_pairs
 
 SCRIPT = ROOT / "scripts" / "recipe_multi30k.sh"
-# A Transformer of width 32 trained for 12 steps: the pipeline, not the quality, is tested.
+# A Transformer of width 32 trained for 30 steps: the pipeline, not the quality, is tested
+# (enough steps that the teachers write something for the students to learn from).
 SMALL = (
     "tokenizer.vocab_size=200",
     "model.encoder.emb_dim=32",
@@ -24,9 +28,12 @@ SMALL = (
     "model.decoder.emb_dim=32",
     "model.decoder.layers=1",
     "model.decoder.ff_dim=64",
-    "train.max_steps=12",
+    "train.max_steps=30",
+    "train.schedule=constant",
+    "train.warmup_steps=0",
+    "train.lr=0.01",
     "train.batch_tokens=300",
-    "train.valid_every=4",
+    "train.valid_every=10",
     "train.threads=1",
     "decode.batch_size=20",
 )
@@ -53,7 +60,7 @@ def recipe(*args) -> subprocess.CompletedProcess:
     )
 
 
-def test_the_recipe_trains_chooses_on_valid_and_scores_the_ensemble(tmp_path, corpus):
+def test_the_recipe_runs_every_stage_and_keeps_what_it_finished(tmp_path, corpus):
     runs = tmp_path / "runs"
     grid = ("--beams", "1 3", "--alphas", "1.0")  # the default's 2 x 4 costs 6 more evaluations
     args = ("en-de", "--data", corpus, "--models", 2, "--minutes", 2, "--runs", runs, *grid)
@@ -64,13 +71,25 @@ def test_the_recipe_trains_chooses_on_valid_and_scores_the_ensemble(tmp_path, co
         config = yaml.safe_load((runs / f"seed{seed}" / "config.yaml").read_text())
         assert config["train"]["seed"] == seed and config["train"]["max_minutes"] == 1
     assert "2 models x 1 minutes" in first.stderr
-    assert first.stderr.count(": valid BLEU ") == 2  # beam 1 and 3, alpha 1.0
-    chosen = first.stderr.split("on test, ")[1].split("\n")[0]  # e.g. "beam 5, alpha 0.6"
+    assert first.stderr.count(": valid BLEU ") == 6  # beam 1 and 3, alpha 1.0; 3 systems
+    chosen = first.stderr.split("on test, ")[1].split("\n")[0]  # e.g. "beam 3, alpha 1.0"
     assert chosen.startswith("beam ")
-    assert "BLEU" in first.stdout and "nrefs:1" in first.stdout and "chrF" in first.stdout
+    manifest = json.loads((runs / "distilled" / "manifest.json").read_text())
+    assert manifest["complete"] and len(manifest["settings"]["teachers"]) == 2
+    assert (runs / "distilled" / "train.de").read_text() != (corpus / "train.de").read_text()
+    shallow = yaml.safe_load((runs / "student_shallow" / "config.yaml").read_text())["model"]
+    assert (shallow["encoder"]["layers"], shallow["decoder"]["layers"]) == (6, 1)
+    for student in ("base", "shallow"):
+        config = yaml.safe_load((runs / f"student_{student}" / "config.yaml").read_text())
+        assert config["data"]["path"] == str(runs / "distilled")
+        assert config["train"]["max_minutes"] == 0.5  # a quarter of --minutes under 30
+    headings = [line for line in first.stdout.splitlines() if line.endswith("test:")]
+    assert len(headings) == 5  # the ensemble; each student, and through CTranslate2
+    assert first.stdout.count("nrefs:1") >= 15 and "TER" in first.stdout  # with signatures
+    assert "minutes per stage" in first.stderr and "min  distillation" in first.stderr
     again = recipe(*args, *set_options(*SMALL))
     assert again.returncode == 0, again.stderr
-    assert again.stderr.count("finished before, kept") == 2
+    assert again.stderr.count("finished before, kept") == 4
     assert again.stdout == first.stdout
 
 
@@ -85,6 +104,8 @@ def test_the_recipe_trains_chooses_on_valid_and_scores_the_ensemble(tmp_path, co
         (["de-en", "--beam", "5"], "unknown option '--beam'"),
         (["de-en", "--beams", "5,10"], "--beams must be beam sizes separated by spaces"),
         (["de-en", "--alphas", "x"], "--alphas must be numbers separated by spaces"),
+        (["de-en", "--students", "deep"], "--students names base and shallow only"),
+        (["de-en", "--student-minutes", "0"], "--student-minutes must be a positive number"),
     ],
 )
 def test_bad_arguments_are_refused_with_a_message(args, message):
