@@ -20,11 +20,14 @@ from conftest import (
 )
 from conftest import write_checkpoint as write_untrained
 from nmt.checkpoint import load_checkpoint, save_checkpoint
-from nmt.config import ConfigError, load_config
+from nmt.config import ConfigError, DecodeConfig, load_config
 from nmt.data.corpus import prepare_corpus
 from nmt.data.demo import generate_pairs
+from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
+from nmt.search.constraints import Constraints
 from nmt.train.experiment import train_experiment
+from nmt.translate.decoding import output_columns
 from nmt.translate.evaluation import ByDirection, evaluate_run
 from nmt.translate.translator import Translator
 
@@ -296,3 +299,49 @@ def test_the_demo_corpus_both_ways_in_one_model_writes_the_language_asked_for(tm
             assert sum(w in only[language] for w in found) > sum(w in only[other] for w in found)
     valid = [json.loads(line) for line in (run / "metrics.jsonl").open()][-1]
     assert valid["valid_bleu_en-de"] > 2 and valid["valid_bleu_de-en"] > 2
+
+
+def test_each_languages_target_pieces_are_recorded_and_a_translation_can_keep_to_them(
+    two_way_run, one_way_run, corpus_dir
+):
+    """The checkpoint counts each language's training target pieces (against a count made
+    here); restricted, search may write exactly those, the special pieces, and what the
+    constraints name, and its outputs hold nothing else."""
+    checkpoint = two_way_run / "best.pt"
+    tokenizer = Tokenizer.from_state(load_checkpoint(checkpoint)["tokenizer"])
+    tgt = tokenizer.tgt
+    for language in ("de", "en"):
+        lines = (corpus_dir / f"train.{language}").read_text("utf-8").splitlines()
+        ids = torch.tensor([i for line in tgt.encode(lines) for i in line])
+        counts = torch.bincount(ids, minlength=tgt.size).tolist()
+        assert tokenizer.target_pieces[language] == counts
+    recorded = {i for i, count in enumerate(tokenizer.target_pieces["de"]) if count}
+    specials = {tgt.eos_id, tgt.unk_id, tgt.bos_id, tgt.pad_id}
+    restricted = DecodeConfig(restrict_to_target_language=True)
+    towards = tokenizer.towards("de")
+    columns = output_columns(towards, [[5, 6]], restricted, [None], None)
+    assert columns.tolist() == sorted((recorded - set(tgt.tags.values())) | specials)
+    english_only = sorted(
+        i for i, count in enumerate(tokenizer.target_pieces["en"]) if count and i not in recorded
+    )
+    forced = Constraints(include=((english_only[0],),))
+    assert english_only[0] in output_columns(towards, [[5]], restricted, [forced], None)
+    translator = Translator.load(checkpoint, restrict_to_target_language=True, workers=1)
+    allowed = set(columns.tolist())
+    for found in translator.translate(LINES * 3, tgt_lang="de", beam=2):
+        assert set(found.nbest[0].hypothesis.tokens) <= allowed
+    text = "\n".join(LINES) + "\n"
+    flag = ("--tgt-lang", "de", "--restrict-to-target-language", "--beam", "2")
+    result = nmt("translate", "--checkpoint", checkpoint, *flag, input=text)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        t.text for t in translator.translate(LINES, tgt_lang="de", beam=2)
+    ]
+    one_way = nmt("translate", "--checkpoint", one_way_run / "best.pt", *flag[2:], input=text)
+    assert one_way.returncode == 2 and "this one writes one language" in one_way.stderr
+    payload = load_checkpoint(checkpoint)
+    del payload["tokenizer"]["target_pieces"]  # a checkpoint from before they were recorded
+    save_checkpoint(two_way_run / "old.pt", payload)
+    old = Translator.load(two_way_run / "old.pt", restrict_to_target_language=True)
+    with pytest.raises(UserError, match="records no target pieces of 'de'"):
+        old.translate(LINES[0], tgt_lang="de")

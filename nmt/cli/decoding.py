@@ -27,10 +27,11 @@ from nmt.errors import UserError
 
 SEARCH = ("batch_size", "beam", "alpha", "max_src_len", "max_len_extra", "no_repeat_ngram")
 SAMPLING = ("nbest", "sample", "temperature", "top_k", "top_p", "seed")
+RESTRICTING = ("shortlist", "restrict_to_target_language")  # which output pieces search scores
 GRID = ("beam", "alpha")  # what `nmt eval` scores a grid of, each option given several times
 
 
-@decoding(*SEARCH, "coverage_penalty", "max_constraints", "shortlist", *SAMPLING)
+@decoding(*SEARCH, *RESTRICTING, "coverage_penalty", "max_constraints", *SAMPLING)
 def translate(
     checkpoint: checkpoints_option("translate with an ensemble") = None,
     engine: Annotated[
@@ -232,7 +233,7 @@ def _check_engine_options(
         )
 
 
-@decoding(*SEARCH, "coverage_penalty", "max_constraints", "shortlist", repeatable=GRID)
+@decoding(*SEARCH, *RESTRICTING, "coverage_penalty", "max_constraints", repeatable=GRID)
 def evaluate(
     checkpoint: checkpoints_option(
         "compare systems (paired bootstrap p-values against the first)"

@@ -104,6 +104,15 @@ DECODE_OPTIONS: dict[str, Any] = {  # unset, each comes from the checkpoint's de
             "decode.shortlist).",
         ),
     ],
+    "restrict_to_target_language": Annotated[
+        bool | None,
+        typer.Option(
+            "--restrict-to-target-language/--any-target-piece",
+            help="A model that writes several languages writes only pieces its training "
+            "targets in the requested language used (default: "
+            "decode.restrict_to_target_language).",
+        ),
+    ],
     "max_constraints": Annotated[
         int | None,
         typer.Option(

@@ -17,6 +17,7 @@ from nmt.cli.options import CHECKPOINT_HELP, QuantizeOption, WorkersOption, deco
     "coverage_penalty",
     "max_constraints",
     "shortlist",
+    "restrict_to_target_language",
 )
 def serve(
     checkpoint: Annotated[

@@ -608,6 +608,9 @@ class DecodeConfig:
     # K > 0: write only target pieces of the vocabulary shortlist beside the checkpoint (its
     # K best per source piece, and the frequent ones: nmt/translate/shortlist.py); 0: off
     shortlist: int = 0
+    # a model that writes several languages writes only pieces its training targets in the
+    # requested language used (nmt/translate/decoding.py::output_columns)
+    restrict_to_target_language: bool = False
 
     def __post_init__(self) -> None:
         _positive(

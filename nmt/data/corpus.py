@@ -8,6 +8,8 @@ small and always read into memory as text: validation and the final test transla
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import logging
 from dataclasses import dataclass
 from itertools import islice
@@ -70,7 +72,28 @@ def _in_memory(
     }
     if tokenizer is None:
         tokenizer = _trained_tokenizer(config, texts)
+    if tokenizer.tags:
+        tokenizer = dataclasses.replace(
+            tokenizer, target_pieces=target_piece_counts(tokenizer, config.data.pairs, texts)
+        )
     return tokenizer, memory_source(texts, tokenizer, config)
+
+
+def target_piece_counts(
+    tokenizer: Tokenizer, pairs: list[tuple[str, str]], texts: dict[str, ParallelText]
+) -> dict[str, list[int]]:
+    """How often each target language's training targets use each target id (the
+    directions into one language added up), in language order."""
+    counts: dict[str, collections.Counter] = {}
+    for (_, target), text in zip(pairs, texts.values(), strict=True):
+        found = counts.setdefault(target, collections.Counter())
+        for ids in tokenizer.tgt.encode(text.tgt):
+            found.update(ids)
+    size = tokenizer.tgt.size
+    return {
+        language: [found.get(index, 0) for index in range(size)]
+        for language, found in sorted(counts.items())
+    }
 
 
 def _cached_or_streamed(

@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 TAGS_FILE = "tags.json"  # beside spm.model: the languages a tag can ask for, in id order
 PIECES_FILE = "pieces.json"  # beside the SentencePiece models of a vocabulary of its own
+TARGET_PIECES_FILE = "target_pieces.json"  # each target language's count per target id
 
 
 def language_tag(language: str) -> str:
@@ -172,10 +173,36 @@ def _language_code(line: str) -> tuple[list[str], str]:
 
 @dataclass
 class Tokenizer:
-    """Source and target vocabularies (one SentencePiece model when joint)."""
+    """Source and target vocabularies (one SentencePiece model when joint). A tokenizer with
+    tags records, once it has read a training corpus, how often each language's training
+    targets used each target piece (`target_pieces`: language -> a count per id): what a
+    translation into that language may be restricted to (decode.restrict_to_target_language)."""
 
     src: Vocab
     tgt: Vocab
+    target_pieces: dict[str, list[int]] | None = None
+
+    @property
+    def language(self) -> str | None:
+        """The language the sources ask for (`towards`); None without tags."""
+        asked = {tag: language for language, tag in self.src.tags.items()}
+        return asked.get(self.src.prefix[0]) if self.src.prefix else None
+
+    def language_pieces(self, language: str) -> list[int]:
+        """The target ids a translation into `language` may write: the pieces its training
+        targets used, and eos and unk; never a tag, pad or bos."""
+        counts = (self.target_pieces or {}).get(language)
+        if counts is None:
+            raise UserError(
+                f"this model records no target pieces of '{language}': restricting a "
+                "translation to its language needs a model that writes several languages, "
+                "trained by this version of nmt or later."
+            )
+        tags = set(self.tgt.tags.values())
+        used = {index for index, count in enumerate(counts) if count and index not in tags}
+        return sorted(
+            (used - {self.tgt.pad_id, self.tgt.bos_id}) | {self.tgt.eos_id, self.tgt.unk_id}
+        )
 
     @property
     def joint(self) -> bool:
@@ -190,7 +217,7 @@ class Tokenizer:
         """Sources tagged for a translation into `language`; untagged without tags."""
         if not self.tags:
             return self
-        return Tokenizer(self.src.towards(language), self.tgt)
+        return Tokenizer(self.src.towards(language), self.tgt, self.target_pieces)
 
     def to_state(self) -> dict:
         state = {
@@ -201,6 +228,8 @@ class Tokenizer:
         }
         if self.src.vocabulary is not None:
             state["pieces"] = self._pieces_state()
+        if self.target_pieces is not None:
+            state["target_pieces"] = self.target_pieces
         return state
 
     def _pieces_state(self) -> dict:
@@ -221,7 +250,8 @@ class Tokenizer:
                 Vocab(state["tgt"], (), pieces["tgt"]),
             )
         src = Vocab(state["src"], state.get("tags", ()))
-        return cls(src, src if state["joint"] else Vocab(state["tgt"]))
+        tgt = src if state["joint"] else Vocab(state["tgt"])
+        return cls(src, tgt, state.get("target_pieces"))
 
     def save(self, run_dir: Path) -> None:
         files = (
@@ -233,6 +263,9 @@ class Tokenizer:
             (run_dir / name).write_bytes(vocab.model_proto)
         if self.tags:
             (run_dir / TAGS_FILE).write_text(json.dumps(self.tags) + "\n", "utf-8")
+        if self.target_pieces is not None:
+            text = json.dumps(self.target_pieces, separators=(",", ":"))
+            (run_dir / TARGET_PIECES_FILE).write_text(text + "\n", "utf-8")
         if self.src.vocabulary is not None:
             text = json.dumps(self._pieces_state(), ensure_ascii=False)
             (run_dir / PIECES_FILE).write_text(text + "\n", "utf-8")
@@ -245,7 +278,9 @@ class Tokenizer:
         joint = directory / "spm.model"
         if joint.is_file():
             vocab = Vocab(joint.read_bytes(), tags)
-            return cls(vocab, vocab)
+            counts = directory / TARGET_PIECES_FILE
+            recorded = json.loads(counts.read_text("utf-8")) if counts.is_file() else None
+            return cls(vocab, vocab, recorded)
         src, tgt = (directory / "spm.src.model").read_bytes(), (directory / "spm.tgt.model")
         pieces_file = directory / PIECES_FILE
         if pieces_file.is_file():

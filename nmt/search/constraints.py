@@ -35,6 +35,10 @@ class Constraints:
     def __bool__(self) -> bool:
         return bool(self.include or self.exclude or self.prefix)
 
+    def named_pieces(self) -> list[int]:
+        """Every piece it makes search write: those of the included phrases and the prefix."""
+        return [piece for phrase in (*self.include, self.prefix) for piece in phrase]
+
 
 def satisfies(tokens: Sequence[int], constraints: Constraints) -> bool:
     """Whether an output holds every included phrase and no excluded one."""

@@ -95,6 +95,7 @@ class ServedModel:
                 "coverage_penalty": decode.coverage_penalty,
                 "max_constraints": decode.max_constraints,
                 "shortlist": decode.shortlist,
+                "restrict_to_target_language": decode.restrict_to_target_language,
             },
         }
 

@@ -44,16 +44,8 @@ def search_batch(
     limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra)
     common = (model, src, lengths, tgt.bos_id, tgt.eos_id, limits)
     options = {"no_repeat_ngram": decode.no_repeat_ngram, "constraints": constraints}
-    columns = None
-    if decode.shortlist:
-        if shortlist is None:
-            raise UserError(
-                "decode.shortlist needs the shortlist of the checkpoint: load the translator "
-                "with Translator.load(checkpoint, shortlist=K), after `nmt shortlist`."
-            )
-        specials = (tgt.eos_id, tgt.unk_id, tgt.bos_id, tgt.pad_id)  # as CTranslate2 does
-        ids = shortlist.columns(src_ids, decode.shortlist, specials, constraints)
-        columns = Columns(ids.to(device), tgt.size)
+    ids = output_columns(tokenizer, src_ids, decode, constraints, shortlist)
+    columns = None if ids is None else Columns(ids.to(device), tgt.size)
     options.update(attention=attention, shortlist=columns)
     if decode.sample:
         call, batch = draw
@@ -78,3 +70,38 @@ def search_batch(
         coverage_penalty=decode.coverage_penalty,
         **options,
     )
+
+
+def output_columns(
+    tokenizer: Tokenizer,
+    src_ids: list[list[int]],
+    decode: DecodeConfig,
+    constraints: list[Constraints | None],
+    shortlist: Shortlist | None,
+) -> torch.Tensor | None:
+    """The sorted target ids a batch may write (None: every one). decode.shortlist K: the
+    shortlist's columns for the batch. decode.restrict_to_target_language: the pieces the
+    requested language's training targets used (Chen et al. 2023: a model asked for one
+    language then cannot answer in another), with the shortlist's common ones when both
+    apply. The special pieces, and every piece the constraints name, always stay."""
+    tgt = tokenizer.tgt
+    specials = (tgt.eos_id, tgt.unk_id, tgt.bos_id, tgt.pad_id)  # as CTranslate2 does
+    ids = None
+    if decode.shortlist:
+        if shortlist is None:
+            raise UserError(
+                "decode.shortlist needs the shortlist of the checkpoint: load the translator "
+                "with Translator.load(checkpoint, shortlist=K), after `nmt shortlist`."
+            )
+        ids = shortlist.columns(src_ids, decode.shortlist, specials, constraints)
+    if decode.restrict_to_target_language:
+        if tokenizer.language is None:
+            raise UserError(
+                "decode.restrict_to_target_language restricts a model that writes several "
+                "languages to the one asked for; this one writes one language. Drop it."
+            )
+        allowed = torch.tensor(tokenizer.language_pieces(tokenizer.language))
+        ids = allowed if ids is None else ids[torch.isin(ids, allowed)]
+        named = [p for guide in constraints if guide for p in guide.named_pieces() if p < tgt.size]
+        ids = torch.cat([ids, torch.tensor([*specials, *named], dtype=torch.long)]).unique()
+    return ids

@@ -62,8 +62,7 @@ class Shortlist:
             piece
             for guide in constraints
             if guide is not None
-            for phrase in (*guide.include, guide.prefix)
-            for piece in phrase
+            for piece in guide.named_pieces()
             if piece < self.target_size  # a copied piece lies beyond the output layer
         ]
         extra = torch.tensor([*always, *named], dtype=torch.long)
