@@ -112,6 +112,13 @@ class CTranslate2Translator:
                 "--coverage-penalty 0, or translate with the --checkpoint the model was "
                 "exported from."
             )
+        if self.decode.restrict_to_target_language:
+            raise UserError(
+                "CTranslate2 takes one vocabulary map for every language, so it cannot keep "
+                "a translation to the requested language's pieces "
+                "(decode.restrict_to_target_language); pass --any-target-piece, or translate "
+                "with the --checkpoint the model was exported from."
+            )
         return translate_stream(
             lines,
             self.towards(tgt_lang),

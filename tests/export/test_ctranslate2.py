@@ -103,6 +103,9 @@ def test_a_target_prefix_gives_our_greedy_continuation(exported, corpus_dir):
     penalised = load_ctranslate2_translator(directory, coverage_penalty=0.2)
     with pytest.raises(UserError, match="--coverage-penalty 0"):
         penalised.translate(lines[:1])
+    restricted = load_ctranslate2_translator(directory, restrict_to_target_language=True)
+    with pytest.raises(UserError, match="--any-target-piece"):
+        restricted.translate(lines[:1])
 
 
 def test_beam_hypotheses_carry_their_own_scores_and_our_ranking(exported, corpus_dir):
