@@ -541,9 +541,32 @@ class TrainConfig:
     ema_decay: float | None = None  # e.g. 0.999: validate, keep and test a moving average
     coverage_loss: float = 0.0  # weight of See et al.'s sum of min(attention, coverage)
     init_from: str | None = None  # a checkpoint whose weights and tokenizer training starts from
+    # P > 0: from update online_backtranslation_after on, a share P of each batch's pairs
+    # trains on the model's own translation of the target into another of its languages
+    # (nmt/train/backtranslation.py)
+    online_backtranslation: float = 0.0
+    online_backtranslation_after: int = 0
 
     def __post_init__(self) -> None:
         _positive(self, "max_steps", "batch_tokens", "log_every", "valid_every", "max_bad_steps")
+        _require(
+            0 <= self.online_backtranslation <= 1,
+            "online_backtranslation",
+            f"must be a share of each batch in [0, 1] (0: off), got {self.online_backtranslation}",
+        )
+        _require(
+            self.online_backtranslation_after >= 0,
+            "online_backtranslation_after",
+            f"must be >= 0, got {self.online_backtranslation_after}",
+        )
+        users = "only online back-translation starts at it, and online_backtranslation is 0"
+        _unused(
+            self,
+            "online_backtranslation_after",
+            self.online_backtranslation > 0,
+            users,
+            "set online_backtranslation",
+        )
         _require(self.lr > 0, "lr", f"must be positive, got {self.lr}")
         self._check_schedule_and_checkpoints()
         _require(self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be > 0")
@@ -672,6 +695,13 @@ class Experiment:
             f"must be true: a model that writes several languages "
             f"({', '.join(data.target_languages)}) reads a tag naming the one to write, and "
             "tags live in one joint vocabulary",
+        )
+        _require(
+            self.train.online_backtranslation == 0 or len(data.target_languages) > 1,
+            "train.online_backtranslation",
+            "translates a target into another language the model writes, and this model "
+            f"writes {data.target_languages[0]} only; list directions into several languages "
+            "in data.directions, or set it to 0",
         )
         _require(
             tokenizer.sample_alpha is None or len(data.pairs) == 1,

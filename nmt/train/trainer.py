@@ -25,6 +25,7 @@ from nmt.errors import UserError
 from nmt.model.normalisers import anneal_hard_attention
 from nmt.model.seq2seq import Seq2Seq
 from nmt.terminal import clear_line
+from nmt.train.backtranslation import OnlineBacktranslation
 from nmt.train.distributed import Ranks
 from nmt.train.ema import WeightAverage
 from nmt.train.final_scores import test_scores
@@ -69,6 +70,7 @@ class Trainer:
         evaluated = averaged or self.model
         self.validator = Validator(evaluated, corpus, config, self.precision, self.device)
         self.keeper = CheckpointKeeper(run_dir, self.model, config, corpus.tokenizer, averaged)
+        self.backtranslation = OnlineBacktranslation(config, corpus.tokenizer, self.ranks.rank)
         self.progress = Progress()
         self.window = LossWindow()
         self.stop = StopRequest()
@@ -84,7 +86,8 @@ class Trainer:
         while (reason := stop_reason(progress, train, self.ranks, self.stop)) is None:
             set_lr(self.optimizer, lr_at(progress.step, train, progress.lr_reductions))
             anneal_hard_attention(self.model, self.config.model.attention, progress.step)
-            result = self.train_step([next(batches) for _ in range(train.accum_steps)])
+            drawn = [next(batches) for _ in range(train.accum_steps)]
+            result = self.train_step(self.backtranslation.update(self.model, drawn, progress.step))
             if result is None:
                 skip_bad_batch(progress, train.max_bad_steps, self.run_dir)
                 continue

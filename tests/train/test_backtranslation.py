@@ -1,0 +1,120 @@
+"""Random online back-translation (nmt/train/backtranslation.py): what replaces a source is
+the model's own greedy translation of the target into the other language, made in eval mode
+without gradients; the draw is a pure function of the seed and the update; a run with it
+resumes exactly."""
+
+import pytest
+import torch
+
+from conftest import TINY_CONFIG, tiny_experiment, two_way_tokenizer
+from nmt.checkpoint import load_checkpoint
+from nmt.config import ConfigError, load_config
+from nmt.data.batching import make_batch, pad
+from nmt.model.seq2seq import build_model
+from nmt.search import greedy_search, max_lengths
+from nmt.train import backtranslation
+from nmt.train.backtranslation import OnlineBacktranslation
+from nmt.train.experiment import train_experiment
+
+TWO_WAY = ("data.directions=[en-de,de-en]",)
+
+
+@pytest.fixture
+def setting(corpus_dir, tokenizer):
+    """(config with online back-translation, tagged tokenizer, untrained model, a batch)."""
+    config = tiny_experiment(corpus_dir, *TWO_WAY, "train.online_backtranslation=1.0")
+    tagged = two_way_tokenizer(tokenizer)
+    torch.manual_seed(0)
+    model = build_model(config.model, tagged.src, tagged.tgt).train()
+    lines = (corpus_dir / "train.en").read_text("utf-8").splitlines()[:6]
+    german = (corpus_dir / "train.de").read_text("utf-8").splitlines()[:6]
+    into_de, into_en = tagged.towards("de").src, tagged.towards("en").src
+    src = into_de.encode(lines[:3]) + into_en.encode(german[3:])
+    tgt = tagged.tgt.encode(german[:3]) + tagged.tgt.encode(lines[3:])
+    return config, tagged, model, make_batch(src, tgt, tagged.tgt, tagged.src.pad_id)
+
+
+def test_each_chosen_source_is_the_models_greedy_translation_of_its_target(setting, monkeypatch):
+    config, tagged, model, batch = setting
+    seen = []
+    search = backtranslation.greedy_search
+
+    def watched(model, *args, **options):
+        seen.append((model.training, torch.is_grad_enabled()))
+        return search(model, *args, **options)
+
+    monkeypatch.setattr(backtranslation, "greedy_search", watched)
+    changed = OnlineBacktranslation(config, tagged)(model, batch, step=0)
+    assert seen == [(False, False)] and model.training
+    assert all(parameter.grad is None for parameter in model.parameters())
+    assert torch.equal(changed.tgt_out, batch.tgt_out) and torch.equal(changed.tgt_in, batch.tgt_in)
+    tags = tagged.src.tags
+    model.eval()
+    for row in range(6):
+        language, other = ("de", "en") if row < 3 else ("en", "de")
+        target = batch.tgt_out[row][batch.tgt_out[row] != tagged.tgt.pad_id][:-1].tolist()
+        request = [tags[other], *target]
+        lengths = torch.tensor([len(request)])
+        limits = max_lengths(lengths, config.decode.max_len_ratio, config.decode.max_len_extra)
+        with torch.no_grad():
+            (found,) = greedy_search(
+                model, pad([request], 0), lengths, tagged.tgt.bos_id, tagged.tgt.eos_id, limits
+            )
+        expected = [tags[language], *found.tokens] if found.tokens else None
+        length = int(changed.src_lengths[row])
+        original = batch.src[row][: int(batch.src_lengths[row])].tolist()
+        assert changed.src[row][:length].tolist() == (expected or original)
+
+
+def test_the_draw_depends_on_the_seed_and_the_update_only(setting, corpus_dir):
+    _, tagged, model, batch = setting
+    config = tiny_experiment(
+        corpus_dir, *TWO_WAY, "train.online_backtranslation=0.5", "train.seed=3"
+    )
+    first = OnlineBacktranslation(config, tagged)
+    again = OnlineBacktranslation(config, tagged)
+    one, two = first(model, batch, step=7), again(model, batch, step=7)
+    assert torch.equal(one.src, two.src) and torch.equal(one.src_lengths, two.src_lengths)
+    drawn = {tuple(first(model, batch, step=step).src_lengths.tolist()) for step in range(8)}
+    assert len(drawn) > 1  # other updates choose other pairs
+    assert first.update(model, [batch], step=0)[0] is not batch
+    later = tiny_experiment(
+        corpus_dir,
+        *TWO_WAY,
+        "train.online_backtranslation=0.5",
+        "train.online_backtranslation_after=5",
+    )
+    assert OnlineBacktranslation(later, tagged).update(model, [batch], step=4)[0] is batch
+
+
+def test_a_run_with_it_resumes_exactly_and_differs_from_one_without(tmp_path, corpus_dir):
+    keys = [*TWO_WAY, "train.valid_every=4", "train.batch_tokens=300"]
+    online = ["train.online_backtranslation=0.5", "train.online_backtranslation_after=2"]
+    straight, split, plain = tmp_path / "straight", tmp_path / "split", tmp_path / "plain"
+    train_experiment(tiny_experiment(corpus_dir, *keys, *online, "train.max_steps=8"), straight)
+    train_experiment(tiny_experiment(corpus_dir, *keys, *online, "train.max_steps=4"), split)
+    train_experiment(
+        tiny_experiment(corpus_dir, *keys, *online, "train.max_steps=8"), split, resume=True
+    )
+    train_experiment(tiny_experiment(corpus_dir, *keys, "train.max_steps=8"), plain)
+    a, b, c = (load_checkpoint(run / "last.pt")["model"] for run in (straight, split, plain))
+    assert all(torch.equal(a[name], b[name]) for name in a)
+    assert any(not torch.equal(a[name], c[name]) for name in a)
+
+
+@pytest.mark.parametrize(
+    "overrides, key, message",
+    [
+        (["train.online_backtranslation=1.5"], "train.online_backtranslation", r"in \[0, 1\]"),
+        (
+            ["train.online_backtranslation_after=100"],
+            "train.online_backtranslation_after",
+            "set online_backtranslation",
+        ),
+        (["train.online_backtranslation=0.3"], "train.online_backtranslation", "writes de only"),
+    ],
+)
+def test_its_keys_are_checked(corpus_dir, overrides, key, message):
+    with pytest.raises(ConfigError, match=message) as raised:
+        load_config(TINY_CONFIG, [f"data.path={corpus_dir}", *overrides])
+    assert raised.value.path == key
