@@ -11,7 +11,10 @@
 #    length penalty chosen on valid, scored on test once. "base" is the teachers' shape,
 #    "shallow" has 6 encoder layers and 1 decoder layer (Kasai et al. 2021: search runs the
 #    decoder only);
-# 5. export: each student to CTranslate2, scored on test with int8 weights.
+# 5. export: each student to CTranslate2, scored on test with int8 weights;
+# 6. speeds: beam-5 sentences/s on test of the teachers' ensemble and of each student (nmt
+#    fp32, nmt int8, CTranslate2 int8), whole `nmt translate` processes (scripts/
+#    bench_translate.py), one after another in the same session.
 # Every score is printed with sacrebleu's signatures (BLEU, chrF, TER) on stdout; progress and
 # each stage's minutes go to stderr. Run it again to resume: finished models, the grids and
 # the distilled corpus are kept, an interrupted training or distillation goes on.
@@ -25,8 +28,9 @@
 # --student-minutes M (each student's, default 30; with --minutes under 30, a quarter of
 # it), --data DIR (corpus files; default: the Hugging Face hub), --runs DIR (default
 # runs/recipe_multi30k_<src>_<tgt>), --beams "K ..." and --alphas "A ..." (the grid tried on
-# valid, default "5 10" and "0.6 1.0 1.4 2.0"), --set KEY=VALUE (amends the config of every
-# model, repeatable). The nmt on PATH is used (make setup; . .venv/bin/activate).
+# valid, default "5 10" and "0.6 1.0 1.4 2.0"), --speeds yes|no (stage 6, default yes; it
+# needs students), --set KEY=VALUE (amends the config of every model, repeatable). The nmt
+# and python3 on PATH are used (make setup; . .venv/bin/activate).
 set -euo pipefail
 
 usage() {
@@ -41,7 +45,7 @@ case "$1" in
 esac
 shift
 minutes=120 models=4 data="" runs="" amend=() beams="5 10" alphas="0.6 1.0 1.4 2.0"
-students="base shallow" student_minutes=""
+students="base shallow" student_minutes="" speeds=yes
 while [[ $# -gt 0 ]]; do
     [[ $# -ge 2 ]] || { echo "error: $1 needs a value." >&2; exit 2; }
     case "$1" in
@@ -49,6 +53,7 @@ while [[ $# -gt 0 ]]; do
         --models) models=$2 ;;
         --students) students=$2 ;;
         --student-minutes) student_minutes=$2 ;;
+        --speeds) speeds=$2 ;;
         --data) data=$2 ;;
         --runs) runs=$2 ;;
         --beams) beams=$2 ;;
@@ -67,6 +72,7 @@ positive_minutes "$minutes" || { echo "error: --minutes must be a positive numbe
     || { echo "error: --beams must be beam sizes separated by spaces, e.g. \"5 10\"." >&2; exit 2; }
 [[ $alphas =~ ^[0-9]+([.][0-9]+)?( [0-9]+([.][0-9]+)?)*$ ]] \
     || { echo "error: --alphas must be numbers separated by spaces, e.g. \"0.6 1.0\"." >&2; exit 2; }
+[[ $speeds == yes || $speeds == no ]] || { echo "error: --speeds must be yes or no." >&2; exit 2; }
 for student in $students; do
     [[ $student == base || $student == shallow ]] \
         || { echo "error: --students names base and shallow only, got '$student'." >&2; exit 2; }
@@ -174,6 +180,29 @@ for student in $students; do
     nmt eval --hyp "$run/ctranslate2.test.$target" --ref "$distilled/test_2016_flickr.$target"
     stage_done
 done
+
+if [[ $speeds == yes && -n $students ]]; then
+    stage "speeds: beam-5 sentences/s on test, each system in turn"
+    speed() { # LABEL BENCH-ARGS...: prints "LABEL: S sentences/s, BLEU B" of one whole process
+        local label=$1 found
+        shift
+        found=$(python3 "$root/scripts/bench_translate.py" "$@" --beam 5 --no-reference \
+            --input "$distilled/test_2016_flickr.$source" \
+            --ref "$distilled/test_2016_flickr.$target" | python3 -c 'import json, sys
+row = [json.loads(line) for line in sys.stdin if line.startswith("{")][-1]
+print(row["sentences_per_s"], "sentences/s, BLEU", row["bleu"])')
+        echo "  $label: $found"
+    }
+    echo "beam-5 speed on test (whole processes):"
+    speed "ensemble of $models teachers" "${teachers[@]}"
+    for student in $students; do
+        run=$runs/student_$student
+        speed "student $student, nmt fp32" --checkpoint "$run/best.pt"
+        speed "student $student, nmt int8" --checkpoint "$run/best.pt" --quantize int8
+        speed "student $student, CTranslate2 int8" --model "$run/ctranslate2" --quantize int8
+    done
+    stage_done
+fi
 
 echo "== minutes per stage" >&2
 printf '   %s\n' "${timing[@]}" >&2

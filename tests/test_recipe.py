@@ -87,10 +87,13 @@ def test_the_recipe_runs_every_stage_and_keeps_what_it_finished(tmp_path, corpus
     assert len(headings) == 5  # the ensemble; each student, and through CTranslate2
     assert first.stdout.count("nrefs:1") >= 15 and "TER" in first.stdout  # with signatures
     assert "minutes per stage" in first.stderr and "min  distillation" in first.stderr
-    again = recipe(*args, *set_options(*SMALL))
+    scores, speeds = first.stdout.split("beam-5 speed on test (whole processes):\n")
+    assert len(speeds.splitlines()) == 7 and speeds.count(" sentences/s, BLEU ") == 7
+    assert "student shallow, CTranslate2 int8: " in speeds
+    again = recipe(*args, "--speeds", "no", *set_options(*SMALL))
     assert again.returncode == 0, again.stderr
     assert again.stderr.count("finished before, kept") == 4
-    assert again.stdout == first.stdout
+    assert again.stdout == scores
 
 
 @pytest.mark.parametrize(
@@ -106,6 +109,7 @@ def test_the_recipe_runs_every_stage_and_keeps_what_it_finished(tmp_path, corpus
         (["de-en", "--alphas", "x"], "--alphas must be numbers separated by spaces"),
         (["de-en", "--students", "deep"], "--students names base and shallow only"),
         (["de-en", "--student-minutes", "0"], "--student-minutes must be a positive number"),
+        (["de-en", "--speeds", "maybe"], "--speeds must be yes or no"),
     ],
 )
 def test_bad_arguments_are_refused_with_a_message(args, message):
