@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from nmt.checkpoint import load_checkpoint, restore_model, save_checkpoint, translation_weights
-from nmt.config import config_differences
+from nmt.config import checkpoint_config, config_differences, config_to_dict
 from nmt.errors import UserError
 from nmt.train.resume import RESUMABLE_KEYS
 from nmt.train.rundir import step_checkpoints
@@ -21,14 +21,16 @@ def average_checkpoints(paths: list[Path], output: Path) -> dict:
     payloads = [load_checkpoint(path) for path in paths]
     newest = max(range(len(paths)), key=lambda i: payloads[i]["step"])
     reference, reference_path = payloads[newest], paths[newest]
+    expected = config_to_dict(checkpoint_config(reference["config"]))  # new keys: defaults
     for path, payload in zip(paths, payloads, strict=True):
-        differences = config_differences(reference["config"], payload["config"], RESUMABLE_KEYS)
+        stored = config_to_dict(checkpoint_config(payload["config"]))
+        differences = config_differences(expected, stored, RESUMABLE_KEYS)
         if differences:
             raise UserError(
                 f"cannot average {path} with {reference_path}: their configs differ "
                 f"({'; '.join(differences[:4])}). Average checkpoints of one run or config."
             )
-        if payload["tokenizer"] != reference["tokenizer"]:
+        if _vocabularies(payload["tokenizer"]) != _vocabularies(reference["tokenizer"]):
             raise UserError(
                 f"cannot average {path} with {reference_path}: their tokenizers differ."
             )
@@ -63,3 +65,9 @@ def last_checkpoints(run_dir: Path, count: int) -> list[Path]:
             f"Train with train.keep_last >= {count} to keep that many."
         )
     return found[-count:]
+
+
+def _vocabularies(state: dict) -> dict:
+    """A tokenizer state without what a run records of its corpus (target_pieces), which
+    checkpoints written before nmt recorded it lack."""
+    return {key: value for key, value in state.items() if key != "target_pieces"}

@@ -62,3 +62,20 @@ def test_checkpoints_of_different_configs_are_refused(tmp_path, tiny_config, tok
         app, ["average", "--output", str(tmp_path / "x.pt"), "--last", "3", str(tmp_path)]
     )
     assert result.exit_code == 2 and "train.keep_last >= 3" in result.output
+
+
+def test_checkpoints_from_before_a_key_was_added_average_with_newer_ones(
+    tmp_path, tiny_config, tokenizer
+):
+    """Keys added since (read as their defaults) and what a run records of its corpus are no
+    difference: a run that spans an upgrade still averages."""
+    write(tmp_path / "new.pt", tiny_config, tokenizer, seed=0, step=2)
+    old = write(tmp_path / "old.pt", tiny_config, tokenizer, seed=1, step=1)
+    del old["config"]["decode"]["restrict_to_target_language"]
+    del old["config"]["train"]["online_backtranslation"]
+    save_checkpoint(tmp_path / "old.pt", old)
+    new = load_checkpoint(tmp_path / "new.pt")
+    new["tokenizer"]["target_pieces"] = {"de": [1] * tokenizer.tgt.size}
+    save_checkpoint(tmp_path / "new.pt", new)
+    average_checkpoints([tmp_path / "old.pt", tmp_path / "new.pt"], tmp_path / "avg.pt")
+    assert load_checkpoint(tmp_path / "avg.pt")["step"] == 2
