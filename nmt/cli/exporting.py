@@ -112,8 +112,8 @@ def import_(
     """Import a Marian model (OPUS-MT) from transformers as an nmt checkpoint, which
     translate, eval, score, serve, export and train.init_from take like any other
     (pip install 'nmt[hub]'). --from takes a hub id (Helsinki-NLP/opus-mt-en-de), downloaded
-    where the network reaches the hub, or a model directory, such as `huggingface-cli
-    download Helsinki-NLP/opus-mt-en-de --local-dir opus-mt-en-de` writes.
+    where the network reaches the hub, or a model directory, such as `hf download
+    Helsinki-NLP/opus-mt-en-de --local-dir opus-mt-en-de` writes.
 
     \b
     Examples:
