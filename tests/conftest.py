@@ -285,6 +285,19 @@ def write_checkpoint(path: Path, config: Experiment, tokenizer: Tokenizer, seed:
     return path
 
 
+def perturbed_checkpoint(path: Path, config: Experiment, tokenizer: Tokenizer) -> Path:
+    """An untrained model of `config` with every weight perturbed (biases and layer norms
+    too, which start as zeros and ones), so that an export that misplaces one weight changes
+    its outputs."""
+    torch.manual_seed(0)
+    model = build_model(config.model, tokenizer.src, tokenizer.tgt)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(0.3 * torch.randn_like(parameter))
+    save_checkpoint(path, checkpoint_payload(model, config, tokenizer, step=0, metrics={}))
+    return path
+
+
 def two_way_tokenizer(tokenizer: Tokenizer) -> Tokenizer:
     """`tokenizer` with the tags of a model that writes German and English."""
     vocab = Vocab(tokenizer.src.model_proto, ["de", "en"])

@@ -45,8 +45,9 @@ def import_marian(
     refusal = _refusal(their_config)
     if refusal:
         raise UserError(f"{NEEDED_BY} --from {source}: {refusal}.")
-    tokenizer = marian_vocabulary(directory, their_config)
-    languages = _languages(directory, src_lang, tgt_lang, source)
+    settings = _tokenizer_settings(directory)
+    tokenizer = marian_vocabulary(directory, their_config, settings)
+    languages = _languages(settings, src_lang, tgt_lang, source)
     config = experiment(their_config, *languages, name=Path(source).name)
     _check_special_ids(their_config, tokenizer, source)
     model = build_model(config.model, tokenizer.src, tokenizer.tgt)
@@ -103,10 +104,10 @@ def _refusal(config: Any) -> str | None:
     return None
 
 
-def marian_vocabulary(directory: Path, config: Any) -> Tokenizer:
+def marian_vocabulary(directory: Path, config: Any, settings: dict) -> Tokenizer:
     """Marian's two SentencePiece models and vocab.json (target_vocab.json where the sides
-    have their own) as our tokenizer; the lists are padded to the model's sizes."""
-    settings = _tokenizer_settings(directory)
+    have their own: `settings`, its tokenizer_config.json) as our tokenizer; the lists are
+    padded to the model's sizes."""
     separate = settings.get("separate_vocabs", False)
     shared = config.share_encoder_decoder_embeddings
     src_pieces = _pieces(directory / "vocab.json", config.vocab_size)
@@ -143,10 +144,9 @@ def _tokenizer_settings(directory: Path) -> dict:
 
 
 def _languages(
-    directory: Path, src_lang: str | None, tgt_lang: str | None, source: str
+    settings: dict, src_lang: str | None, tgt_lang: str | None, source: str
 ) -> tuple[str, str]:
-    """The languages named on the command line, else in tokenizer_config.json."""
-    settings = _tokenizer_settings(directory)
+    """The languages named on the command line, else in tokenizer_config.json (`settings`)."""
     src = src_lang or settings.get("source_lang")
     tgt = tgt_lang or settings.get("target_lang")
     if not (src and tgt):

@@ -5,21 +5,25 @@ outputs are a sharp test: one misplaced weight changes them, and their scores (s
 log-probabilities over every step) must agree to 1e-3."""
 
 import dataclasses
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
 from typer.testing import CliRunner
 
-from conftest import TINY_TRANSFORMER, nmt, tiny_experiment, two_way_tokenizer, write_checkpoint
-from nmt.checkpoint import checkpoint_payload, save_checkpoint
+from conftest import (
+    TINY_TRANSFORMER,
+    nmt,
+    perturbed_checkpoint,
+    tiny_experiment,
+    two_way_tokenizer,
+    write_checkpoint,
+)
 from nmt.cli import app
-from nmt.data.tokenizer import Tokenizer, build_tokenizer
+from nmt.data.tokenizer import build_tokenizer
 from nmt.errors import UserError
 from nmt.export.converter import export_ctranslate2, unexportable
 from nmt.export.engine import CTranslate2Translator, load_ctranslate2_translator
-from nmt.model.seq2seq import build_model
 from nmt.translate.translator import Translator
 
 pytest.importorskip(
@@ -45,16 +49,6 @@ VARIANTS = {
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-def perturbed_checkpoint(path: Path, config, tokenizer: Tokenizer) -> Path:
-    torch.manual_seed(0)
-    model = build_model(config.model, tokenizer.src, tokenizer.tgt)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.add_(0.3 * torch.randn_like(parameter))
-    save_checkpoint(path, checkpoint_payload(model, config, tokenizer, step=0, metrics={}))
-    return path
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS))

@@ -13,12 +13,13 @@ from typer.testing import CliRunner
 
 from conftest import (
     TINY_TRANSFORMER,
+    perturbed_checkpoint,
     tiny_experiment,
     two_way_tokenizer,
     write_checkpoint,
     write_marian_model,
 )
-from nmt.checkpoint import checkpoint_payload, load_checkpoint, restore_model, save_checkpoint
+from nmt.checkpoint import load_checkpoint, restore_model
 from nmt.cli import app
 from nmt.config import load_config
 from nmt.data.batching import pad
@@ -27,7 +28,6 @@ from nmt.export.converter import unexportable
 from nmt.export.engine import load_ctranslate2_translator
 from nmt.export.huggingface import export_transformers, transformers_refusal
 from nmt.export.marian import import_marian
-from nmt.model.seq2seq import build_model
 from nmt.train.experiment import train_experiment
 from nmt.translate.translator import Translator
 
@@ -241,16 +241,6 @@ def test_without_the_extra_both_commands_name_the_pip_line(monkeypatch, tmp_path
 # Export
 
 
-def perturbed(path: Path, config, tokenizer) -> Path:
-    torch.manual_seed(0)
-    model = build_model(config.model, tokenizer.src, tokenizer.tgt)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.add_(0.3 * torch.randn_like(parameter))
-    save_checkpoint(path, checkpoint_payload(model, config, tokenizer, step=0, metrics={}))
-    return path
-
-
 KINDS = {  # what our model is -> the architecture it leaves as
     "post-norm": (("model.encoder.norm=post", "model.decoder.norm=post"), "MarianMTModel"),
     "pre-norm": ((), "PegasusForConditionalGeneration"),
@@ -274,7 +264,7 @@ KINDS = {  # what our model is -> the architecture it leaves as
 def test_an_exported_model_computes_ours_in_transformers(kind, tmp_path, corpus_dir, tokenizer):
     overrides, architecture = KINDS[kind]
     config = tiny_experiment(corpus_dir, *TINY_TRANSFORMER, *overrides)
-    checkpoint = perturbed(tmp_path / "model.pt", config, tokenizer)
+    checkpoint = perturbed_checkpoint(tmp_path / "model.pt", config, tokenizer)
     exported = export_transformers(checkpoint, tmp_path / "hf")
     their_model = transformers.AutoModelForSeq2SeqLM.from_pretrained(exported).eval()
     their_tokenizer = transformers.AutoTokenizer.from_pretrained(exported)
@@ -343,13 +333,13 @@ def test_what_transformers_cannot_compute_is_refused_with_the_reason(
     runner = CliRunner()
     for override, reason in cases.items():
         config = tiny_experiment(corpus_dir, *TINY_TRANSFORMER, override)
-        checkpoint = perturbed(tmp_path / "model.pt", config, tokenizer)
+        checkpoint = perturbed_checkpoint(tmp_path / "model.pt", config, tokenizer)
         args = ["export", "--format", "transformers", "--checkpoint", str(checkpoint)]
         result = runner.invoke(app, [*args, "--output", str(tmp_path / "out")])
         assert result.exit_code == 2 and reason in result.output, result.output
         assert "nmt export --format ctranslate2" in result.output
     tagged = tiny_experiment(corpus_dir, *TINY_TRANSFORMER, "data.directions=[en-de,de-en]")
-    checkpoint = perturbed(tmp_path / "tagged.pt", tagged, two_way_tokenizer(tokenizer))
+    checkpoint = perturbed_checkpoint(tmp_path / "tagged.pt", tagged, two_way_tokenizer(tokenizer))
     with pytest.raises(UserError, match="target-language tags"):
         export_transformers(checkpoint, tmp_path / "out")
     rnn = write_checkpoint(tmp_path / "rnn.pt", tiny_experiment(corpus_dir), tokenizer)
