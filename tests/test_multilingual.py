@@ -4,6 +4,7 @@ each direction, serving, ensembles, `train.init_from`, and checkpoints from befo
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 
 import pytest
@@ -21,10 +22,12 @@ from conftest import (
 from conftest import write_checkpoint as write_untrained
 from nmt.checkpoint import load_checkpoint, save_checkpoint
 from nmt.config import ConfigError, DecodeConfig, load_config
+from nmt.data.batching import make_batch, pad
 from nmt.data.corpus import prepare_corpus
 from nmt.data.demo import generate_pairs
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
+from nmt.search import greedy_search, max_lengths
 from nmt.search.constraints import Constraints
 from nmt.train.experiment import train_experiment
 from nmt.translate.decoding import output_columns
@@ -96,6 +99,76 @@ def test_tags_reach_the_model_in_front_of_every_source(tmp_path, corpus_dir):
             assert not set(tags.values()) & set(ids[1:])
             seen[language] += 1
     assert seen["de"] > 100 and seen["en"] > 100
+
+
+def test_with_decoder_bos_the_tag_starts_the_decoder_and_the_source_has_none(tmp_path, corpus_dir):
+    """data.tags: decoder_bos: no training source holds a tag; each target starts with its
+    language's, which a batch feeds the decoder instead of bos and never asks it to predict."""
+    config = tiny_experiment(corpus_dir, *TWO_WAY, "data.tags=decoder_bos")
+    corpus = prepare_corpus(config, tmp_path)
+    tokenizer = corpus.tokenizer
+    assert tokenizer.tag_place == "decoder_bos"
+    tags, tgt = tokenizer.tgt.tags, tokenizer.tgt
+    german = set((corpus_dir / "train.de").read_text().splitlines())
+    rows = []
+    for src, targets in itertools.islice(corpus.train.batches(0), 5):
+        for ids, target in zip(src, targets, strict=True):
+            language = next(lang for lang, tag in tags.items() if tag == target[0])
+            assert (tgt.decode(target) in german) == (language == "de")
+            assert not set(tags.values()) & {*ids, *target[1:]}
+        rows.append(make_batch(src, targets, tgt, tokenizer.src.pad_id))
+        batch, first = rows[-1], targets[0]
+        assert batch.tgt_in[0, : len(first)].tolist() == first
+        assert batch.tgt_out[0, : len(first)].tolist() == [*first[1:], tgt.eos_id]
+        assert batch.num_tgt_tokens == sum(len(t) for t in targets)
+    assert {int(tag) for batch in rows for tag in batch.tgt_in[:, 0]} == set(tags.values())
+    with pytest.raises(ConfigError, match="only a model that writes several languages"):
+        tiny_experiment(corpus_dir, "data.tags=decoder_bos")
+
+
+@pytest.fixture(scope="module")
+def decoder_bos_run(tmp_path_factory, corpus_dir):
+    run = tmp_path_factory.mktemp("decoder-bos")
+    config = tiny_experiment(corpus_dir, *TWO_WAY, "data.tags=decoder_bos", "train.max_steps=9")
+    train_experiment(config, run)
+    return run
+
+
+def test_with_decoder_bos_translation_starts_from_the_tag_of_the_language_asked_for(
+    decoder_bos_run, two_way_run
+):
+    """The checkpoint keeps where its tags go; search starts from the asked language's tag
+    on the untagged source (against greedy search called by hand), restricted translation
+    and forced scores work alike, and an ensemble with a source-tag model is refused."""
+    checkpoint = decoder_bos_run / "best.pt"
+    tokenizer = Tokenizer.from_state(load_checkpoint(checkpoint)["tokenizer"])
+    assert tokenizer.tag_place == "decoder_bos"
+    towards = tokenizer.towards("de")
+    assert towards.src.encode(LINES) == tokenizer.src.encode(LINES)
+    assert towards.start_id == tokenizer.tgt.tags["de"] != tokenizer.tgt.bos_id
+    lines = [line for line in LINES if line]
+    translator = Translator.load(checkpoint, workers=1, beam=1)
+    model = translator.model
+    for language in ("de", "en"):
+        start = tokenizer.tgt.tags[language]
+        src_ids = tokenizer.src.encode(lines)
+        lengths = torch.tensor([len(ids) for ids in src_ids])
+        decode = translator.decode
+        limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra)
+        src = pad(src_ids, tokenizer.src.pad_id)
+        by_hand = greedy_search(model, src, lengths, start, tokenizer.tgt.eos_id, limits)
+        found = translator.translate(lines, tgt_lang=language)
+        assert [t.nbest[0].hypothesis.tokens for t in found] == [h.tokens for h in by_hand]
+        ids = [t.nbest[0].hypothesis.tokens for t in found]
+        scores = translator.score(lines, ids, tgt_lang=language)
+        for score, translation in zip(scores, found, strict=True):
+            assert score.total == pytest.approx(translation.nbest[0].hypothesis.score, abs=1e-4)
+    restricted = Translator.load(checkpoint, workers=1, beam=2, restrict_to_target_language=True)
+    allowed = set(tokenizer.language_pieces("de"))
+    for found in restricted.translate(lines, tgt_lang="de"):
+        assert set(found.nbest[0].hypothesis.tokens) <= allowed
+    with pytest.raises(UserError, match="data.tags: decoder_bos vs source"):
+        Translator.load([checkpoint, two_way_run / "best.pt"])
 
 
 def test_a_two_way_run_validates_tests_and_keeps_each_direction(two_way_run):

@@ -95,6 +95,9 @@ class DataConfig:
     # More training pairs (nmt/data/splits.py::load_train_split): directories of the same
     # layout whose train split follows this corpus's, e.g. one that `nmt distill` wrote.
     extra_train: list[str] | None = None
+    # Where a model that writes several languages reads the tag naming the one to write
+    # (nmt/data/tokenizer.py): in front of the source, or as the decoder's first input.
+    tags: Literal["source", "decoder_bos"] = "source"
 
     def __post_init__(self) -> None:
         _require(
@@ -114,6 +117,9 @@ class DataConfig:
         for key in ("hub_config", "hub_splits"):
             users = "only a hub dataset uses it, and hub_id is null"
             _unused(self, key, bool(self.hub_id), users, "set hub_id")
+        users = "only a model that writes several languages reads tags, and this one writes one"
+        several = len(self.target_languages) > 1
+        _unused(self, "tags", several, users, "list directions into several languages")
         demo = "data.demo: true reads the built-in corpus instead of the hub"
         _unused(self, "hub_id", not self.demo, demo, "set demo: false")
 
@@ -179,7 +185,12 @@ class DataConfig:
     def direction(self, source: str, target: str) -> DataConfig:
         """This corpus read in one direction, as a one-pair config reads it."""
         return dataclasses.replace(
-            self, src_lang=source, tgt_lang=target, directions=None, max_pairs=None
+            self,
+            src_lang=source,
+            tgt_lang=target,
+            directions=None,
+            max_pairs=None,
+            tags="source",  # one direction writes one language: no tags
         )
 
 

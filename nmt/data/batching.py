@@ -31,8 +31,9 @@ class EncodedSplit:
 
 
 def encode_split(text: ParallelText, tokenizer: Tokenizer, max_len: int | None) -> EncodedSplit:
-    """Encodes both sides; with `max_len`, drops empty and over-long pairs and logs the counts."""
-    src, tgt = tokenizer.src.encode(text.src), tokenizer.tgt.encode(text.tgt)
+    """Encodes both sides (the targets as training reads them, `Tokenizer.encode_targets`);
+    with `max_len`, drops empty and over-long pairs and logs the counts."""
+    src, tgt = tokenizer.src.encode(text.src), tokenizer.encode_targets(text.tgt)
     if max_len is None:
         return EncodedSplit(src, tgt, list(range(len(src))))
     empty = long = 0
@@ -66,7 +67,7 @@ class Batch:
 
     src: torch.Tensor  # [B, S]
     src_lengths: torch.Tensor  # [B], on the CPU (packing needs it there)
-    tgt_in: torch.Tensor  # [B, T]  bos y_1 ... y_n
+    tgt_in: torch.Tensor  # [B, T]  bos y_1 ... y_n  (a language tag for bos: decoder_bos)
     tgt_out: torch.Tensor  # [B, T]  y_1 ... y_n eos
     num_tgt_tokens: int  # real target tokens, eos included
 
@@ -92,7 +93,13 @@ def pad(sequences: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
 def make_batch(
     src: Sequence[Sequence[int]], tgt: Sequence[Sequence[int]], vocab: Vocab, src_pad: int
 ) -> Batch:
-    tgt_in = pad([[vocab.bos_id, *t] for t in tgt], vocab.pad_id)
+    """The batch of the pairs (src[i], tgt[i]). A target that starts with a language tag
+    (`Tokenizer.encode_targets` with data.tags: decoder_bos) starts the decoder from that
+    tag instead of bos, and the tag is not a token to predict."""
+    tags = set(vocab.tags.values())
+    starts = [t[0] if t and t[0] in tags else vocab.bos_id for t in tgt]
+    tgt = [t[1:] if start != vocab.bos_id else t for t, start in zip(tgt, starts, strict=True)]
+    tgt_in = pad([[start, *t] for start, t in zip(starts, tgt, strict=True)], vocab.pad_id)
     tgt_out = pad([[*t, vocab.eos_id] for t in tgt], vocab.pad_id)
     lengths = torch.tensor([max(len(s), 1) for s in src], dtype=torch.long)
     return Batch(pad(src, src_pad), lengths, tgt_in, tgt_out, sum(len(t) + 1 for t in tgt))

@@ -73,9 +73,8 @@ def _in_memory(
     if tokenizer is None:
         tokenizer = _trained_tokenizer(config, texts)
     if tokenizer.tags:
-        tokenizer = dataclasses.replace(
-            tokenizer, target_pieces=target_piece_counts(tokenizer, config.data.pairs, texts)
-        )
+        counts = target_piece_counts(tokenizer, config.data.pairs, texts)
+        tokenizer = dataclasses.replace(tokenizer, target_pieces=counts, tag_place=config.data.tags)
     return tokenizer, memory_source(texts, tokenizer, config)
 
 

@@ -3,8 +3,10 @@
 Models trained here put pad/unk/bos/eos at ids 0-3. An existing model (`tokenizer.model`)
 may lack pad, bos or eos; those get ids appended after its pieces, so any SentencePiece
 model works without being retrained. A model that writes several languages reads a tag
-naming the one to write (`<2en>`, Johnson et al. 2017) before each source: the tags get ids
-appended after those, so no text can ever spell one, and SentencePiece never learns them.
+naming the one to write (`<2en>`, Johnson et al. 2017) before each source, or, with
+`data.tags: decoder_bos`, starts its decoder from that tag instead of bos (Wu et al. 2021
+compare the two). The tags get ids appended after those, so no text can ever spell one, and
+SentencePiece never learns them.
 
 A model imported from Marian (OPUS-MT, `nmt import`) brings its own vocabulary: a list of
 pieces whose order is the model's ids, shared by a source and a target SentencePiece model
@@ -15,6 +17,7 @@ that only segment. Its sources end with </s>, and its decoder starts from <pad> 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import io
 import json
@@ -176,17 +179,37 @@ class Tokenizer:
     """Source and target vocabularies (one SentencePiece model when joint). A tokenizer with
     tags records, once it has read a training corpus, how often each language's training
     targets used each target piece (`target_pieces`: language -> a count per id): what a
-    translation into that language may be restricted to (decode.restrict_to_target_language)."""
+    translation into that language may be restricted to (decode.restrict_to_target_language).
+
+    `tag_place` (data.tags) says where `towards(language)` puts the language's tag: in front
+    of every source ("source"), or as the decoder's first input ("decoder_bos"): then
+    `start_id` is the tag, and `encode_targets` writes it in front of each training target,
+    where nmt/data/batching.py::make_batch finds it."""
 
     src: Vocab
     tgt: Vocab
     target_pieces: dict[str, list[int]] | None = None
+    tag_place: str = "source"
+    asked: str | None = None  # the language `towards` asked for
 
     @property
     def language(self) -> str | None:
         """The language the sources ask for (`towards`); None without tags."""
-        asked = {tag: language for language, tag in self.src.tags.items()}
-        return asked.get(self.src.prefix[0]) if self.src.prefix else None
+        return self.asked
+
+    @property
+    def start_id(self) -> int:
+        """The decoder's first input: bos, or the asked language's tag (decoder_bos)."""
+        if self.tag_place == "decoder_bos" and self.asked is not None:
+            return self.tgt.tags[self.asked]
+        return self.tgt.bos_id
+
+    def encode_targets(self, lines: Sequence[str]) -> list[list[int]]:
+        """Training targets: the target ids, after the asked language's tag (decoder_bos)."""
+        encoded = self.tgt.encode(lines)
+        if self.start_id == self.tgt.bos_id:
+            return encoded
+        return [[self.start_id, *ids] for ids in encoded]
 
     def language_pieces(self, language: str) -> list[int]:
         """The target ids a translation into `language` may write: the pieces its training
@@ -214,10 +237,14 @@ class Tokenizer:
         return list(self.src.tags)
 
     def towards(self, language: str) -> Tokenizer:
-        """Sources tagged for a translation into `language`; untagged without tags."""
+        """This tokenizer asking for a translation into `language`: its tag in front of every
+        source, or as the decoder's start (`tag_place`); untagged without tags."""
         if not self.tags:
             return self
-        return Tokenizer(self.src.towards(language), self.tgt, self.target_pieces)
+        src = self.src.towards(language)  # an unknown language fails here
+        if self.tag_place == "decoder_bos":
+            src = self.src
+        return dataclasses.replace(self, src=src, asked=language)
 
     def to_state(self) -> dict:
         state = {
@@ -230,6 +257,8 @@ class Tokenizer:
             state["pieces"] = self._pieces_state()
         if self.target_pieces is not None:
             state["target_pieces"] = self.target_pieces
+        if self.tag_place != "source":
+            state["tag_place"] = self.tag_place
         return state
 
     def _pieces_state(self) -> dict:
@@ -251,7 +280,7 @@ class Tokenizer:
             )
         src = Vocab(state["src"], state.get("tags", ()))
         tgt = src if state["joint"] else Vocab(state["tgt"])
-        return cls(src, tgt, state.get("target_pieces"))
+        return cls(src, tgt, state.get("target_pieces"), state.get("tag_place", "source"))
 
     def save(self, run_dir: Path) -> None:
         files = (

@@ -89,6 +89,12 @@ def export_ctranslate2(checkpoint: Path, output: Path, shortlist: int = 0) -> Pa
             "Transformers export (encoder type self_attention, decoder type transformer, "
             "attention multihead with softmax)."
         )
+    if tokenizer.tag_place != "source":
+        raise UserError(
+            f"checkpoint {checkpoint} cannot be exported to CTranslate2: its decoder starts "
+            "from the target language's tag (data.tags: decoder_bos), and CTranslate2 starts "
+            "every translation from one start token. Translate it with --checkpoint."
+        )
     vmap = None
     if shortlist:
         table = load_shortlist(checkpoint, tokenizer.src.size, tokenizer.tgt.size)

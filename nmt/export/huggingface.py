@@ -77,7 +77,7 @@ def transformers_refusal(config: Experiment, tokenizer: Tokenizer) -> str | None
             "embedding matrix (model.share_embeddings: true)"
         )
     if tokenizer.tags:
-        return "its sources start with target-language tags, which transformers' tokenizer lacks"
+        return "it reads target-language tags, which transformers' tokenizer lacks"
     if tokenizer.src.vocabulary is None and not tokenizer.joint:
         return "it has two SentencePiece models, and a transformers tokenizer holds one"
     plain = tokenizer.src.vocabulary is None

@@ -13,6 +13,8 @@ from nmt.search.hypothesis import (
     Columns,
     Hypothesis,
     SearchModel,
+    Start,
+    first_inputs,
     hypotheses_from_rows,
     log_probabilities,
 )
@@ -25,7 +27,7 @@ def greedy_search(
     model: SearchModel,
     src: torch.Tensor,
     src_lengths: torch.Tensor,
-    bos_id: int,
+    start: Start,
     eos_id: int,
     limits: torch.Tensor,
     no_repeat_ngram: int = 0,
@@ -40,7 +42,7 @@ def greedy_search(
         model,
         src,
         src_lengths,
-        bos_id,
+        start,
         eos_id,
         limits,
         lambda log_probs: log_probs.argmax(-1),
@@ -56,7 +58,7 @@ def step_by_step_search(
     model: SearchModel,
     src: torch.Tensor,
     src_lengths: torch.Tensor,
-    bos_id: int,
+    start: Start,
     eos_id: int,
     limits: torch.Tensor,
     choose: Choose,
@@ -92,7 +94,7 @@ def step_by_step_search(
     limits = limits.to(device).repeat_interleave(copies)
     rows = limits.numel()
     active = torch.arange(rows, device=device)  # the rows still decoding, as the state holds them
-    prev = torch.full((rows,), bos_id, dtype=torch.long, device=device)
+    prev = first_inputs(start, src.size(0), device, copies)
     scores = torch.zeros(rows, device=device)
     tokens, weights = [], []
     for t in range(int(limits.max())):

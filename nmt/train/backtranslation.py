@@ -6,7 +6,8 @@ a share P of each batch's pairs (x -> y, y in language T), the model translates 
 language L drawn at random among its other target languages, greedily, in eval mode and
 without gradients, and the pair trains as (that translation, tagged for T) -> y. The target
 stays a real sentence; the source is the model's own, in a language it may never have read
-going to T. It starts at update `online_backtranslation_after`: an untrained model's
+going to T. The tag asking for T stays where data.tags puts it (before the source, or as
+the decoder's start). It starts at update `online_backtranslation_after`: an untrained model's
 translations teach nothing.
 
 Which pairs and which languages are drawn from a generator seeded by the run's seed, the
@@ -34,8 +35,9 @@ class OnlineBacktranslation:
         self.after = config.train.online_backtranslation_after
         self.seed, self.rank, self.decode = config.train.seed, rank, config.decode
         self.tokenizer = tokenizer
-        self.tags = tokenizer.src.tags  # language -> its tag's id; sources start with one
+        self.tags = tokenizer.tgt.tags  # language -> its tag's id
         self.language_of = {tag: language for language, tag in self.tags.items()}
+        self.at_decoder = tokenizer.tag_place == "decoder_bos"  # else sources start with one
 
     def update(self, model: nn.Module, batches: list[Batch], step: int) -> list[Batch]:
         """The micro-batches of update `step`, partly back-translated once that applies."""
@@ -53,35 +55,49 @@ class OnlineBacktranslation:
         picks = torch.randint(len(self.tags) - 1, (rows,), generator=generator).tolist()
         if not chosen.any():
             return batch
-        pad_id, tgt = self.tokenizer.src.pad_id, self.tokenizer.tgt
+        tgt = self.tokenizer.tgt
         lengths = batch.src_lengths.tolist()
         src = [row[:length].tolist() for row, length in zip(batch.src.cpu(), lengths, strict=True)]
         targets = [row[row != tgt.pad_id][:-1].tolist() for row in batch.tgt_out.cpu()]  # no eos
-        requests, languages, picked = [], [], chosen.nonzero().flatten().tolist()
+        # each row's tag (of its target's language) and its source without it
+        if self.at_decoder:
+            asked = batch.tgt_in[:, 0].tolist()
+        else:
+            asked, src = [row[0] for row in src], [row[1:] for row in src]
+        requests, starts, picked = [], [], chosen.nonzero().flatten().tolist()
         for row in picked:
-            language = self.language_of[src[row][0]]
+            language = self.language_of[asked[row]]
             others = [other for other in self.tags if other != language]
-            requests.append([self.tags[others[picks[row]]], *targets[row]])
-            languages.append(language)
-        translations = self._translate(model, requests)
-        for row, language, tokens in zip(picked, languages, translations, strict=True):
+            requests.append(targets[row])
+            starts.append(self.tags[others[picks[row]]])
+        for row, tokens in zip(picked, self._translate(model, requests, starts), strict=True):
             if tokens:
-                src[row] = [self.tags[language], *tokens]
-        return make_batch(src, targets, tgt, pad_id).to(batch.src.device)
+                src[row] = tokens
+        if self.at_decoder:
+            targets = [[tag, *ids] for tag, ids in zip(asked, targets, strict=True)]
+        else:
+            src = [[tag, *ids] for tag, ids in zip(asked, src, strict=True)]
+        return make_batch(src, targets, tgt, self.tokenizer.src.pad_id).to(batch.src.device)
 
     @torch.no_grad()
-    def _translate(self, model: nn.Module, sources: list[list[int]]) -> list[list[int]]:
-        """Greedy translations of `sources` (tagged ids), in eval mode."""
+    def _translate(
+        self, model: nn.Module, sentences: list[list[int]], tags: list[int]
+    ) -> list[list[int]]:
+        """Greedy translations of `sentences` (untagged ids) into the language of each one's
+        tag, in eval mode."""
+        if not self.at_decoder:
+            sentences = [[tag, *ids] for tag, ids in zip(tags, sentences, strict=True)]
+        start = torch.tensor(tags) if self.at_decoder else self.tokenizer.tgt.bos_id
         training = model.training
         model.eval()
         try:
             device = next(model.parameters()).device
-            lengths = torch.tensor([len(ids) for ids in sources])
-            src = pad(sources, self.tokenizer.src.pad_id)
+            lengths = torch.tensor([len(ids) for ids in sentences])
+            src = pad(sentences, self.tokenizer.src.pad_id)
             limits = max_lengths(lengths, self.decode.max_len_ratio, self.decode.max_len_extra)
             tgt = self.tokenizer.tgt
             found = greedy_search(
-                model, src.to(device), lengths, tgt.bos_id, tgt.eos_id, limits, attention=False
+                model, src.to(device), lengths, start, tgt.eos_id, limits, attention=False
             )
         finally:
             model.train(training)

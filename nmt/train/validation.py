@@ -96,7 +96,7 @@ def valid_loss(
 ) -> float:
     """Teacher-forced cross-entropy per target token (no label smoothing), over batches of
     `batch_size` pairs taken in order of target length."""
-    src_ids, tgt_ids = tokenizer.src.encode(src), tokenizer.tgt.encode(refs)
+    src_ids, tgt_ids = tokenizer.src.encode(src), tokenizer.encode_targets(refs)
     order = sorted(range(len(src_ids)), key=lambda i: len(tgt_ids[i]))
     total = tokens = 0.0
     model.eval()

@@ -42,7 +42,7 @@ def search_batch(
     src = pad(src_ids, tokenizer.src.pad_id).to(device)
     lengths = torch.tensor([len(ids) for ids in src_ids])
     limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra)
-    common = (model, src, lengths, tgt.bos_id, tgt.eos_id, limits)
+    common = (model, src, lengths, tokenizer.start_id, tgt.eos_id, limits)
     options = {"no_repeat_ngram": decode.no_repeat_ngram, "constraints": constraints}
     ids = output_columns(tokenizer, src_ids, decode, constraints, shortlist)
     columns = None if ids is None else Columns(ids.to(device), tgt.size)

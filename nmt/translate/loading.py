@@ -117,6 +117,12 @@ def _check_same_languages(first: Path, path: Path, config: Experiment, other: Ex
             f"{', '.join(other.data.target_languages)}); an ensemble needs models that write "
             "the same ones."
         )
+    if other.data.tags != config.data.tags and len(config.data.target_languages) > 1:
+        raise UserError(
+            f"checkpoints {first} and {path} read the target language's tag in different "
+            f"places (data.tags: {config.data.tags} vs {other.data.tags}); an ensemble needs "
+            "models that read it in the same place."
+        )
 
 
 def _choose_attention_layer(models: list[torch.nn.Module], paths: list[Path], number: int):

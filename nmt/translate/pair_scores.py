@@ -63,10 +63,11 @@ def score_pairs(
         src = pad([src_ids[i] for i in batch], tokenizer.src.pad_id).to(device)
         lengths = torch.tensor([len(src_ids[i]) for i in batch])
         targets = pad([scored[i] or [tgt.pad_id] for i in batch], tgt.pad_id).to(device)
-        found = forced_log_probs(model, src, lengths, targets, tgt.bos_id).tolist()
+        found = forced_log_probs(model, src, lengths, targets, tokenizer.start_id).tolist()
         gates = [None] * len(batch)
         if gated:
-            tgt_in = torch.cat([torch.full_like(targets[:, :1], tgt.bos_id), targets[:, :-1]], 1)
+            first = torch.full_like(targets[:, :1], tokenizer.start_id)
+            tgt_in = torch.cat([first, targets[:, :-1]], 1)
             with torch.no_grad():
                 gates = model.copy_gates(src, lengths, tgt_in).tolist()
         return [

@@ -220,6 +220,21 @@ def test_a_model_of_several_target_languages_exports_with_its_tags(tmp_path, cor
     assert result.returncode == 0 and result.stdout.strip() == found[0].text
 
 
+def test_a_model_whose_decoder_starts_from_the_tag_is_refused(tmp_path, corpus_dir, tokenizer):
+    keys = (*TINY_TRANSFORMER, "data.directions=[en-de,de-en]", "data.tags=decoder_bos")
+    tagged = dataclasses.replace(two_way_tokenizer(tokenizer), tag_place="decoder_bos")
+    checkpoint = write_checkpoint(tmp_path / "m.pt", tiny_experiment(corpus_dir, *keys), tagged)
+    output = tmp_path / "out"
+    reasons = {
+        "ctranslate2": "its decoder starts from the target language's tag (data.tags: decoder_bos)",
+        "transformers": "it reads target-language tags",
+    }
+    for kind, reason in reasons.items():
+        result = nmt("export", "--format", kind, "--checkpoint", checkpoint, "--output", output)
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert reason in result.stderr and not output.exists()
+
+
 def test_an_alibi_encoder_is_refused_with_the_reason(corpus_dir):
     config = tiny_experiment(corpus_dir, *TINY_TRANSFORMER, "model.encoder.positions=alibi")
     assert "CTranslate2's Transformer encoder has none" in unexportable(config.model)

@@ -3,6 +3,8 @@ the model's own greedy translation of the target into the other language, made i
 without gradients; the draw is a pure function of the seed and the update; a run with it
 resumes exactly."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -19,18 +21,20 @@ from nmt.train.experiment import train_experiment
 TWO_WAY = ("data.directions=[en-de,de-en]",)
 
 
-@pytest.fixture
-def setting(corpus_dir, tokenizer):
-    """(config with online back-translation, tagged tokenizer, untrained model, a batch)."""
-    config = tiny_experiment(corpus_dir, *TWO_WAY, "train.online_backtranslation=1.0")
-    tagged = two_way_tokenizer(tokenizer)
+@pytest.fixture(params=["source", "decoder_bos"])
+def setting(request, corpus_dir, tokenizer):
+    """(config with online back-translation, tagged tokenizer, untrained model, a batch), with
+    the tag before the source or as the decoder's start (data.tags)."""
+    place = f"data.tags={request.param}"
+    config = tiny_experiment(corpus_dir, *TWO_WAY, place, "train.online_backtranslation=1.0")
+    tagged = dataclasses.replace(two_way_tokenizer(tokenizer), tag_place=request.param)
     torch.manual_seed(0)
     model = build_model(config.model, tagged.src, tagged.tgt).train()
     lines = (corpus_dir / "train.en").read_text("utf-8").splitlines()[:6]
     german = (corpus_dir / "train.de").read_text("utf-8").splitlines()[:6]
-    into_de, into_en = tagged.towards("de").src, tagged.towards("en").src
-    src = into_de.encode(lines[:3]) + into_en.encode(german[3:])
-    tgt = tagged.tgt.encode(german[:3]) + tagged.tgt.encode(lines[3:])
+    into_de, into_en = tagged.towards("de"), tagged.towards("en")
+    src = into_de.src.encode(lines[:3]) + into_en.src.encode(german[3:])
+    tgt = into_de.encode_targets(german[:3]) + into_en.encode_targets(lines[3:])
     return config, tagged, model, make_batch(src, tgt, tagged.tgt, tagged.src.pad_id)
 
 
@@ -48,22 +52,24 @@ def test_each_chosen_source_is_the_models_greedy_translation_of_its_target(setti
     assert seen == [(False, False)] and model.training
     assert all(parameter.grad is None for parameter in model.parameters())
     assert torch.equal(changed.tgt_out, batch.tgt_out) and torch.equal(changed.tgt_in, batch.tgt_in)
-    tags = tagged.src.tags
+    tags, at_decoder = tagged.tgt.tags, tagged.tag_place == "decoder_bos"
     model.eval()
     for row in range(6):
         language, other = ("de", "en") if row < 3 else ("en", "de")
         target = batch.tgt_out[row][batch.tgt_out[row] != tagged.tgt.pad_id][:-1].tolist()
-        request = [tags[other], *target]
+        request = target if at_decoder else [tags[other], *target]
+        start = tags[other] if at_decoder else tagged.tgt.bos_id
         lengths = torch.tensor([len(request)])
         limits = max_lengths(lengths, config.decode.max_len_ratio, config.decode.max_len_extra)
         with torch.no_grad():
             (found,) = greedy_search(
-                model, pad([request], 0), lengths, tagged.tgt.bos_id, tagged.tgt.eos_id, limits
+                model, pad([request], 0), lengths, start, tagged.tgt.eos_id, limits
             )
-        expected = [tags[language], *found.tokens] if found.tokens else None
+        expected = found.tokens if at_decoder else [tags[language], *found.tokens]
         length = int(changed.src_lengths[row])
         original = batch.src[row][: int(batch.src_lengths[row])].tolist()
-        assert changed.src[row][:length].tolist() == (expected or original)
+        assert changed.src[row][:length].tolist() == (expected if found.tokens else original)
+        assert int(batch.tgt_in[row, 0]) == (tags[language] if at_decoder else tagged.tgt.bos_id)
 
 
 def test_the_draw_depends_on_the_seed_and_the_update_only(setting, corpus_dir):
@@ -87,8 +93,9 @@ def test_the_draw_depends_on_the_seed_and_the_update_only(setting, corpus_dir):
     assert OnlineBacktranslation(later, tagged).update(model, [batch], step=4)[0] is batch
 
 
-def test_a_run_with_it_resumes_exactly_and_differs_from_one_without(tmp_path, corpus_dir):
-    keys = [*TWO_WAY, "train.valid_every=4", "train.batch_tokens=300"]
+@pytest.mark.parametrize("place", ["source", "decoder_bos"])
+def test_a_run_with_it_resumes_exactly_and_differs_from_one_without(tmp_path, corpus_dir, place):
+    keys = [*TWO_WAY, f"data.tags={place}", "train.valid_every=4", "train.batch_tokens=300"]
     online = ["train.online_backtranslation=0.5", "train.online_backtranslation_after=2"]
     straight, split, plain = tmp_path / "straight", tmp_path / "split", tmp_path / "plain"
     train_experiment(tiny_experiment(corpus_dir, *keys, *online, "train.max_steps=8"), straight)
