@@ -1,13 +1,20 @@
 """Training throughput of a config: target tokens/s, peak RSS and model FLOP utilisation.
 
-Warms up, then times real training steps (the trainer's own `train_step`) on real data and
-prints one JSON line. Utilisation = analytic forward+backward FLOPs per real target token
+Warms up, then times real training steps (the trainer's own `update`, online
+back-translation included where the config turns it on) on real data and prints one JSON
+line. Utilisation = analytic forward+backward FLOPs per real target token
 × tokens/s ÷ the float32 matmul FLOP/s of this machine, measured here with a large torch.mm.
 
     python scripts/bench_train.py                                  # Multi30k rnnsearch if present
     python scripts/bench_train.py --config configs/multi30k_de_en_multihead.yaml --steps 100
     python scripts/bench_train.py --config configs/demo.yaml --set train.batch_tokens=2000
     python scripts/bench_train.py --config configs/multi30k_de_en_transformer.yaml --profile 10
+    python scripts/bench_train.py --config configs/multi30k_multilingual.yaml --set data.path=DIR \
+        --set train.init_from=RUN/best.pt --set train.online_backtranslation=0.25
+
+With train.init_from the timed model starts from that checkpoint's weights: what online
+back-translation costs depends on how long the model's translations are, and an untrained
+model's run to the length limit.
 
 `--profile N` then profiles N more steps with torch.profiler and adds where a step's time
 goes: matrix products against everything else, operators per step, and the operators that
@@ -131,6 +138,7 @@ def main() -> None:
     from nmt.model.seq2seq import build_model
     from nmt.train.experiment import seed_everything
     from nmt.train.trainer import Trainer
+    from nmt.train.transfer import load_parent_weights, parent_checkpoint
 
     config_path, overrides = args.config, list(args.overrides)
     data = args.data
@@ -147,18 +155,22 @@ def main() -> None:
     torch.set_num_threads(config.train.threads or os.cpu_count() or 1)
     seed_everything(config.train.seed)
     with tempfile.TemporaryDirectory() as run_dir:
-        corpus = prepare_corpus(config, Path(run_dir))
+        parent, tokenizer = parent_checkpoint(config) if config.train.init_from else (None, None)
+        corpus = prepare_corpus(config, Path(run_dir), tokenizer)
         tokenizer = corpus.tokenizer
         model = build_model(config.model, tokenizer.src, tokenizer.tgt)
+        if parent is not None:  # a trained model: its back-translations stop where they end
+            load_parent_weights(model, parent, config.train.init_from)
         trainer = Trainer(config, Path(run_dir), corpus, model)
         batches = trainer.batches()
+        step = config.train.online_backtranslation_after  # so that back-translation applies
         for _ in range(args.warmup):
-            trainer.train_step([next(batches)])
+            trainer.update([next(batches)], step)
         timed = [next(batches) for _ in range(args.steps)]
         peak_before = matmul_flops()
         started = time.perf_counter()
-        for batch in timed:
-            trainer.train_step([batch])
+        for number, batch in enumerate(timed):
+            trainer.update([batch], step + number)
         seconds = time.perf_counter() - started
         profile = profile_steps(trainer, [next(batches) for _ in range(args.profile)])
         trainer.report.close()

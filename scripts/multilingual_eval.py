@@ -9,9 +9,14 @@ the failure zero-shot translation is known for, answering in the wrong language.
     python scripts/multilingual_eval.py --checkpoint runs/multilingual/best.pt \
         --directions de-en en-de cs-en en-cs de-cs cs-de
     python scripts/multilingual_eval.py --checkpoint runs/cs_en_5k/best.pt --directions cs-en
+    python scripts/multilingual_eval.py --checkpoint runs/multilingual/best.pt \
+        --directions de-cs cs-de --restrict-to-target-language --through en
 
-One JSON line per checkpoint and direction; --hyp-dir also keeps the translations, as
-RUN.SPLIT.DIRECTION.hyp (RUN: the checkpoint's directory name), for `nmt eval --hyp`.
+--restrict-to-target-language translates as decode.restrict_to_target_language does;
+--through L translates each source into L first and that translation into the target
+(pivoting, with the same model). One JSON line per checkpoint and direction; --hyp-dir also
+keeps the translations, as RUN.SPLIT.DIRECTION[.restricted][.through-L].hyp (RUN: the
+checkpoint's directory name), for `nmt eval --hyp`.
 """
 
 from __future__ import annotations
@@ -43,28 +48,43 @@ def main() -> None:
     parser.add_argument("--split", default="test_2016_flickr")
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--hyp-dir", type=Path, help="an existing directory for the translations")
+    parser.add_argument("--restrict-to-target-language", action="store_true")
+    parser.add_argument("--through", help="a language to pivot through, e.g. en")
     args = parser.parse_args()
+    suffix = ".restricted" if args.restrict_to_target_language else ""
+    suffix += f".through-{args.through}" if args.through else ""
 
     from nmt.data.splits import read_lines
     from nmt.scoring import score
     from nmt.translate.translator import Translator
 
     for checkpoint in args.checkpoint:
-        translator = Translator.load(checkpoint, workers=None, beam=args.beam, nbest=1)
+        translator = Translator.load(
+            checkpoint,
+            workers=None,
+            beam=args.beam,
+            nbest=1,
+            restrict_to_target_language=args.restrict_to_target_language,
+        )
         for direction in args.directions:
             source, target = direction.split("-")
             sources = read_lines(args.data / f"{args.split}.{source}")
             references = read_lines(args.data / f"{args.split}.{target}")
+            if args.through:
+                sources = [t.text for t in translator.translate(sources, tgt_lang=args.through)]
             translations = [t.text for t in translator.translate(sources, tgt_lang=target)]
             scores = score(translations, references)
             if args.hyp_dir:
-                hyp_file = args.hyp_dir / f"{checkpoint.parent.name}.{args.split}.{direction}.hyp"
+                name = f"{checkpoint.parent.name}.{args.split}.{direction}{suffix}.hyp"
+                hyp_file = args.hyp_dir / name
                 hyp_file.write_text("".join(f"{line}\n" for line in translations), "utf-8")
             trained = [f"{s}-{t}" for s, t in translator.config.data.pairs]
             row = {
                 "checkpoint": str(checkpoint),
                 "direction": direction,
                 "zero_shot": direction not in trained,
+                "restricted": args.restrict_to_target_language,
+                "through": args.through,
                 "bleu": scores.bleu,
                 "chrf": scores.chrf,
                 "off_target": off_target_rate(translations, target),

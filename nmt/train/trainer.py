@@ -87,7 +87,7 @@ class Trainer:
             set_lr(self.optimizer, lr_at(progress.step, train, progress.lr_reductions))
             anneal_hard_attention(self.model, self.config.model.attention, progress.step)
             drawn = [next(batches) for _ in range(train.accum_steps)]
-            result = self.train_step(self.backtranslation.update(self.model, drawn, progress.step))
+            result = self.update(drawn, progress.step)
             if result is None:
                 skip_bad_batch(progress, train.max_bad_steps, self.run_dir)
                 continue
@@ -118,6 +118,11 @@ class Trainer:
     def batches(self) -> Iterator[Batch]:
         """This rank's batches from the data position on; see `train_batches`."""
         return train_batches(self.corpus, self.progress, self.ranks, self.device)
+
+    def update(self, drawn: list[Batch], step: int) -> tuple[torch.Tensor, int, int] | None:
+        """Update `step` on the micro-batches `drawn`, partly back-translated first where
+        train.online_backtranslation applies: what fit runs, and bench_train times."""
+        return self.train_step(self.backtranslation.update(self.model, drawn, step))
 
     def train_step(self, batches: list[Batch]) -> tuple[torch.Tensor, int, int] | None:
         """One update from `train.accum_steps` micro-batches. Returns this rank's summed loss

@@ -33,7 +33,7 @@ def test_greedy_respects_length_limits(tiny_config):
     src = torch.randint(4, 50, (3, 6))
     lengths = torch.tensor([6, 6, 6])
     limits = torch.tensor([1, 3, 5])
-    hypotheses = greedy_search(model, src, lengths, bos_id=2, eos_id=3, limits=limits)
+    hypotheses = greedy_search(model, src, lengths, start=2, eos_id=3, limits=limits)
     for hypothesis, limit in zip(hypotheses, limits.tolist(), strict=True):
         assert len(hypothesis.tokens) <= limit
         assert hypothesis.attention.shape[1:] == (1, 6)
