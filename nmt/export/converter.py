@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,8 @@ VMAP_FILE = "vmap.txt"  # the vocabulary map CTranslate2 reads beside model.bin
 MIN_POSITIONS = 1024  # CTranslate2's default max_input_length: the table must reach that far
 LAYER_NORM_EPS = 1e-5  # nn.LayerNorm's default; CTranslate2 assumes 1e-6 unless told
 INSTALL_HINT = "pip install 'nmt[ctranslate2]'"
+
+log = logging.getLogger(__name__)
 
 
 def import_ctranslate2(needed_by: str) -> Any:
@@ -94,6 +97,14 @@ def export_ctranslate2(checkpoint: Path, output: Path, shortlist: int = 0) -> Pa
             f"checkpoint {checkpoint} cannot be exported to CTranslate2: its decoder starts "
             "from the target language's tag (data.tags: decoder_bos), and CTranslate2 starts "
             "every translation from one start token. Translate it with --checkpoint."
+        )
+    if config.decode.restrict_to_target_language:
+        log.info(
+            "notice: CTranslate2 takes one vocabulary map for every language, so the export "
+            "translates without decode.restrict_to_target_language (the checkpoint's default)"
+        )
+        config = dataclasses.replace(
+            config, decode=dataclasses.replace(config.decode, restrict_to_target_language=False)
         )
     vmap = None
     if shortlist:

@@ -205,6 +205,13 @@ def test_a_model_of_several_target_languages_exports_with_its_tags(tmp_path, cor
     }
     with pytest.raises(UserError, match="this model writes de, en"):
         theirs.translate(lines)
+    restricted = dataclasses.replace(
+        config, decode=dataclasses.replace(config.decode, restrict_to_target_language=True)
+    )
+    checkpoint = write_checkpoint(tmp_path / "r.pt", restricted, two_way_tokenizer(tokenizer))
+    exported = load_ctranslate2_translator(export_ctranslate2(checkpoint, tmp_path / "r"))
+    assert not exported.decode.restrict_to_target_language  # CTranslate2 cannot: dropped
+    assert len(exported.translate(lines[:4], tgt_lang="de")) == 4  # restriction refused not
     result = nmt(
         "translate",
         "--engine",
