@@ -120,8 +120,7 @@ class Trainer:
         return train_batches(self.corpus, self.progress, self.ranks, self.device)
 
     def update(self, drawn: list[Batch], step: int) -> tuple[torch.Tensor, int, int] | None:
-        """Update `step` on the micro-batches `drawn`, partly back-translated first where
-        train.online_backtranslation applies: what fit runs, and bench_train times."""
+        """Update `step` on `drawn`, back-translated first where that applies (fit, bench)."""
         return self.train_step(self.backtranslation.update(self.model, drawn, step))
 
     def train_step(self, batches: list[Batch]) -> tuple[torch.Tensor, int, int] | None:
