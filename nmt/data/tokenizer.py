@@ -190,18 +190,13 @@ class Tokenizer:
     tgt: Vocab
     target_pieces: dict[str, list[int]] | None = None
     tag_place: str = "source"
-    asked: str | None = None  # the language `towards` asked for
-
-    @property
-    def language(self) -> str | None:
-        """The language the sources ask for (`towards`); None without tags."""
-        return self.asked
+    language: str | None = None  # the language `towards` asked for; None without tags
 
     @property
     def start_id(self) -> int:
         """The decoder's first input: bos, or the asked language's tag (decoder_bos)."""
-        if self.tag_place == "decoder_bos" and self.asked is not None:
-            return self.tgt.tags[self.asked]
+        if self.tag_place == "decoder_bos" and self.language is not None:
+            return self.tgt.tags[self.language]
         return self.tgt.bos_id
 
     def encode_targets(self, lines: Sequence[str]) -> list[list[int]]:
@@ -244,7 +239,7 @@ class Tokenizer:
         src = self.src.towards(language)  # an unknown language fails here
         if self.tag_place == "decoder_bos":
             src = self.src
-        return dataclasses.replace(self, src=src, asked=language)
+        return dataclasses.replace(self, src=src, language=language)
 
     def to_state(self) -> dict:
         state = {

@@ -29,9 +29,7 @@ from nmt.search.hypothesis import (
     Columns,
     Hypothesis,
     SearchModel,
-    Start,
     coverage_penalty,
-    first_inputs,
     hypotheses_from_rows,
     length_penalty,
 )
@@ -79,7 +77,7 @@ def beam_search(
     model: SearchModel,
     src: torch.Tensor,
     src_lengths: torch.Tensor,
-    start: Start,
+    start: int,
     eos_id: int,
     limits: torch.Tensor,
     beam: int,
@@ -119,7 +117,7 @@ def beam_search(
     # the columns picked among: the shortlist's, or every id where constraints need them
     columns = shortlist if guide is None else None
     alive = torch.arange(batch, device=device) * beam  # the rows of [B * K] the state holds
-    prev = first_inputs(start, batch, device)
+    prev = torch.full((batch,), start, dtype=torch.long, device=device)
     live = torch.full((batch, beam), float("-inf"), device=device)  # scores; -inf: no hypothesis
     live[:, 0] = 0.0
     history = torch.zeros(batch * beam, 0, dtype=torch.long, device=device)  # [B * K, t]

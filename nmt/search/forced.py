@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from nmt.search.hypothesis import SearchModel, Start, first_inputs, log_probabilities
+from nmt.search.hypothesis import SearchModel, log_probabilities
 
 
 @torch.no_grad()
@@ -15,13 +15,13 @@ def forced_log_probs(
     src: torch.Tensor,
     src_lengths: torch.Tensor,
     targets: torch.Tensor,
-    start: Start,
+    start: int,
 ) -> torch.Tensor:
     """targets [B, T] (each row its tokens and eos, then any padding) -> [B, T]: the
     log-probability of each target token given the source and the tokens before it. Padding
     positions get whatever the model says; mask them yourself."""
     state = model.init_state(model.encode(src, src_lengths), need_weights=False)
-    prev = first_inputs(start, src.size(0), src.device)
+    prev = torch.full((src.size(0),), start, dtype=torch.long, device=src.device)
     columns = []
     for step in range(targets.size(1)):
         logits, state, _ = model.step(state, prev)

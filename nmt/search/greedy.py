@@ -13,8 +13,6 @@ from nmt.search.hypothesis import (
     Columns,
     Hypothesis,
     SearchModel,
-    Start,
-    first_inputs,
     hypotheses_from_rows,
     log_probabilities,
 )
@@ -27,7 +25,7 @@ def greedy_search(
     model: SearchModel,
     src: torch.Tensor,
     src_lengths: torch.Tensor,
-    start: Start,
+    start: int,
     eos_id: int,
     limits: torch.Tensor,
     no_repeat_ngram: int = 0,
@@ -58,7 +56,7 @@ def step_by_step_search(
     model: SearchModel,
     src: torch.Tensor,
     src_lengths: torch.Tensor,
-    start: Start,
+    start: int,
     eos_id: int,
     limits: torch.Tensor,
     choose: Choose,
@@ -94,7 +92,7 @@ def step_by_step_search(
     limits = limits.to(device).repeat_interleave(copies)
     rows = limits.numel()
     active = torch.arange(rows, device=device)  # the rows still decoding, as the state holds them
-    prev = first_inputs(start, src.size(0), device, copies)
+    prev = torch.full((rows,), start, dtype=torch.long, device=device)
     scores = torch.zeros(rows, device=device)
     tokens, weights = [], []
     for t in range(int(limits.max())):

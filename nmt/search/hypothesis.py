@@ -33,19 +33,6 @@ class SearchModel(Protocol):
         ...
 
 
-Start = int | torch.Tensor  # the decoder's first input: bos (or a tag) for all, or one per row
-
-
-def first_inputs(
-    start: Start, sentences: int, device: torch.device, copies: int = 1
-) -> torch.Tensor:
-    """The decoder's first input of each of `sentences` * `copies` rows, a sentence's copies
-    side by side: `start` for every row, or the sentence's own (a tag, data.tags: decoder_bos)."""
-    if isinstance(start, int):
-        return torch.full((sentences * copies,), start, dtype=torch.long, device=device)
-    return start.to(device).repeat_interleave(copies)
-
-
 @dataclass(frozen=True)
 class Columns:
     """A vocabulary shortlist as search sees it: the target ids the model scores, in the

@@ -10,7 +10,7 @@ import torch
 
 from nmt.search.constraints import Constraints
 from nmt.search.greedy import Choose, step_by_step_search
-from nmt.search.hypothesis import Columns, Hypothesis, SearchModel, Start
+from nmt.search.hypothesis import Columns, Hypothesis, SearchModel
 
 
 def truncate(log_probs: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
@@ -45,7 +45,7 @@ def sample_search(
     model: SearchModel,
     src: torch.Tensor,
     src_lengths: torch.Tensor,
-    start: Start,
+    start: int,
     eos_id: int,
     limits: torch.Tensor,
     samples: int,

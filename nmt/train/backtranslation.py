@@ -10,6 +10,11 @@ going to T. The tag asking for T stays where data.tags puts it (before the sourc
 the decoder's start). It starts at update `online_backtranslation_after`: an untrained model's
 translations teach nothing.
 
+With decode.restrict_to_target_language the model translates as it would at decoding: into
+each language with that language's pieces only. An English-centric model asked for Czech
+from German answers in English; restricted, its synthetic sources are in the language drawn
+from the first update on, not mostly English ones the model could already read.
+
 Which pairs and which languages are drawn from a generator seeded by the run's seed, the
 update, the micro-batch and the rank, so a run is reproducible and resumes exactly.
 """
@@ -23,6 +28,7 @@ from nmt.config import Experiment
 from nmt.data.batching import Batch, make_batch, pad
 from nmt.data.tokenizer import Tokenizer
 from nmt.search import greedy_search, max_lengths
+from nmt.search.hypothesis import Columns
 
 _PRIME = 1_000_003
 
@@ -38,6 +44,13 @@ class OnlineBacktranslation:
         self.tags = tokenizer.tgt.tags  # language -> its tag's id
         self.language_of = {tag: language for language, tag in self.tags.items()}
         self.at_decoder = tokenizer.tag_place == "decoder_bos"  # else sources start with one
+        # language -> the target ids its translations may write (None: every one)
+        self.columns = {language: None for language in self.tags}
+        if config.decode.restrict_to_target_language and self.share > 0:
+            size = tokenizer.tgt.size
+            for language in self.tags:
+                pieces = torch.tensor(tokenizer.language_pieces(language))
+                self.columns[language] = Columns(pieces, size)
 
     def update(self, model: nn.Module, batches: list[Batch], step: int) -> list[Batch]:
         """The micro-batches of update `step`, partly back-translated once that applies."""
@@ -64,15 +77,16 @@ class OnlineBacktranslation:
             asked = batch.tgt_in[:, 0].tolist()
         else:
             asked, src = [row[0] for row in src], [row[1:] for row in src]
-        requests, starts, picked = [], [], chosen.nonzero().flatten().tolist()
+        picked = chosen.nonzero().flatten().tolist()
+        drawn = {}  # language -> the rows translated into it
         for row in picked:
-            language = self.language_of[asked[row]]
-            others = [other for other in self.tags if other != language]
-            requests.append(targets[row])
-            starts.append(self.tags[others[picks[row]]])
-        for row, tokens in zip(picked, self._translate(model, requests, starts), strict=True):
-            if tokens:
-                src[row] = tokens
+            others = [other for other in self.tags if other != self.language_of[asked[row]]]
+            drawn.setdefault(others[picks[row]], []).append(row)
+        for language, rows in drawn.items():
+            found = self._translate(model, [targets[row] for row in rows], language)
+            for row, tokens in zip(rows, found, strict=True):
+                if tokens:
+                    src[row] = tokens
         if self.at_decoder:
             targets = [[tag, *ids] for tag, ids in zip(asked, targets, strict=True)]
         else:
@@ -81,13 +95,12 @@ class OnlineBacktranslation:
 
     @torch.no_grad()
     def _translate(
-        self, model: nn.Module, sentences: list[list[int]], tags: list[int]
+        self, model: nn.Module, sentences: list[list[int]], language: str
     ) -> list[list[int]]:
-        """Greedy translations of `sentences` (untagged ids) into the language of each one's
-        tag, in eval mode."""
+        """Greedy translations of `sentences` (untagged ids) into `language`, in eval mode."""
         if not self.at_decoder:
-            sentences = [[tag, *ids] for tag, ids in zip(tags, sentences, strict=True)]
-        start = torch.tensor(tags) if self.at_decoder else self.tokenizer.tgt.bos_id
+            sentences = [[self.tags[language], *ids] for ids in sentences]
+        start = self.tokenizer.towards(language).start_id
         training = model.training
         model.eval()
         try:
@@ -97,7 +110,14 @@ class OnlineBacktranslation:
             limits = max_lengths(lengths, self.decode.max_len_ratio, self.decode.max_len_extra)
             tgt = self.tokenizer.tgt
             found = greedy_search(
-                model, src.to(device), lengths, start, tgt.eos_id, limits, attention=False
+                model,
+                src.to(device),
+                lengths,
+                start,
+                tgt.eos_id,
+                limits,
+                attention=False,
+                shortlist=self.columns[language],
             )
         finally:
             model.train(training)

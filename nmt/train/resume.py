@@ -41,8 +41,9 @@ def check_resumable(payload: dict, config: Experiment, path: Path) -> None:
     """A UserError unless `config` continues the run whose last.pt is `payload`."""
     if "training" not in payload:
         raise UserError(f"{path} holds no training state (it is not a last.pt); cannot resume.")
-    stored = config_to_dict(checkpoint_config(payload["config"]))  # keys added since: defaults
-    differences = config_differences(stored, config_to_dict(config), RESUMABLE_KEYS)
+    stored = checkpoint_config(payload["config"])  # keys added since: at their defaults
+    ignored = RESUMABLE_KEYS | _not_yet_in_effect(stored, config, payload["step"])
+    differences = config_differences(config_to_dict(stored), config_to_dict(config), ignored)
     if differences:
         shown = "; ".join(differences[:6]) + ("; ..." if len(differences) > 6 else "")
         raise UserError(
@@ -57,6 +58,19 @@ def check_resumable(payload: dict, config: Experiment, path: Path) -> None:
             f"train.max_steps is {config.train.max_steps}. Raise it (e.g. --set "
             f"train.max_steps={2 * payload['step']}) to train further."
         )
+
+
+def _not_yet_in_effect(stored: Experiment, config: Experiment, steps: int) -> frozenset[str]:
+    """Online back-translation's keys when neither config back-translated any of the `steps`
+    updates done: the run so far is then what either config makes, so it may be resumed
+    with back-translation switched on, off or moved to a later update."""
+    started = [
+        train.online_backtranslation > 0 and train.online_backtranslation_after < steps
+        for train in (stored.train, config.train)
+    ]
+    if any(started):
+        return frozenset()
+    return frozenset({"train.online_backtranslation", "train.online_backtranslation_after"})
 
 
 def trim_metrics(path: Path, lines: int) -> None:
