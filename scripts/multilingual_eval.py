@@ -47,6 +47,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=MULTI30K)
     parser.add_argument("--split", default="test_2016_flickr")
     parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--alpha", type=float, help="length penalty (default: the checkpoint's)")
     parser.add_argument("--hyp-dir", type=Path, help="an existing directory for the translations")
     parser.add_argument("--restrict-to-target-language", action="store_true")
     parser.add_argument("--through", help="a language to pivot through, e.g. en")
@@ -65,6 +66,7 @@ def main() -> None:
             beam=args.beam,
             nbest=1,
             restrict_to_target_language=args.restrict_to_target_language,
+            **({} if args.alpha is None else {"alpha": args.alpha}),
         )
         for direction in args.directions:
             source, target = direction.split("-")
@@ -85,6 +87,7 @@ def main() -> None:
                 "zero_shot": direction not in trained,
                 "restricted": args.restrict_to_target_language,
                 "through": args.through,
+                "alpha": translator.decode.alpha,
                 "bleu": scores.bleu,
                 "chrf": scores.chrf,
                 "off_target": off_target_rate(translations, target),
