@@ -98,9 +98,8 @@ class OnlineBacktranslation:
         self, model: nn.Module, sentences: list[list[int]], language: str
     ) -> list[list[int]]:
         """Greedy translations of `sentences` (untagged ids) into `language`, in eval mode."""
-        if not self.at_decoder:
-            sentences = [[self.tags[language], *ids] for ids in sentences]
-        start = self.tokenizer.towards(language).start_id
+        asking = self.tokenizer.towards(language)  # the tag before the source, or as start
+        sentences = [[*asking.src.prefix, *ids] for ids in sentences]
         training = model.training
         model.eval()
         try:
@@ -113,7 +112,7 @@ class OnlineBacktranslation:
                 model,
                 src.to(device),
                 lengths,
-                start,
+                asking.start_id,
                 tgt.eos_id,
                 limits,
                 attention=False,
