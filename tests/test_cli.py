@@ -199,6 +199,19 @@ def test_eval_beam_1_scores_greedy_translations(run_dir, corpus_dir, tmp_path):
     assert 0 <= greedy_row["bleu_p"] <= 1
 
 
+def test_eval_output_keeps_the_translations_it_scored(run_dir, corpus_dir, tmp_path):
+    """--output writes what was scored: the translations `nmt translate` makes with the same
+    settings, which score the same as --hyp."""
+    best, kept, translated = run_dir / "best.pt", tmp_path / "kept.hyp", tmp_path / "made.hyp"
+    evaluated = nmt("eval", "--checkpoint", best, "--beam", 2, "--output", kept, "--json")
+    assert evaluated.returncode == 0, evaluated.stderr
+    args = ["--checkpoint", best, "--input", corpus_dir / "test.en", "--output", translated]
+    assert nmt("translate", *args, "--beam", 2).returncode == 0
+    assert kept.read_bytes() == translated.read_bytes()
+    scored = nmt("eval", "--hyp", kept, "--ref", corpus_dir / "test.de", "--json")
+    assert json.loads(scored.stdout)["bleu"] == json.loads(evaluated.stdout)["bleu"]
+
+
 @pytest.mark.parametrize("systems", [1, 2], ids=["one checkpoint", "two checkpoints"])
 def test_eval_on_own_files_equals_eval_on_the_same_split(run_dir, corpus_dir, systems):
     checkpoints = ["--checkpoint", run_dir / "best.pt", "--checkpoint", run_dir / "last.pt"]

@@ -222,6 +222,10 @@ def test_newer_checkpoint_format_is_refused(run, tmp_path, command):
         (["--checkpoint", "m.pt", "--src", "s", "--ref", "r", "--set", "data.path=d"], ["--set"]),
         (["--src", "s", "--ref", "r"], ["needs --checkpoint"]),
         ([], ["needs --checkpoint", "--hyp and --ref"]),
+        (["--hyp", "h", "--ref", "r", "--output", "o"], ["--output o", "--hyp", "Drop --output"]),
+        (["--checkpoint", "m.pt", "--beam", "1", "--beam", "2", "--output", "o"], ["a grid"]),
+        (["--checkpoint", "m.pt", "--checkpoint", "n.pt", "--output", "o"], ["add --ensemble"]),
+        (["--checkpoint", "m.pt", "--output", "nowhere/o"], ["nowhere does not exist"]),
     ],
     ids=[
         "hyp with beam",
@@ -235,6 +239,10 @@ def test_newer_checkpoint_format_is_refused(run, tmp_path, command):
         "src with set",
         "src without checkpoint",
         "nothing",
+        "output of hyp files",
+        "output of a grid",
+        "output of two systems",
+        "output in a missing directory",
     ],
 )
 def test_eval_options_that_do_not_go_together(args, names):

@@ -276,6 +276,16 @@ def evaluate(
     ] = False,
     as_json: JsonOption = False,
     tgt_lang: TgtLangOption = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Keep the translations there, one a line, to test later systems against "
+            "(--hyp): one system (a --checkpoint, or --ensemble), one setting, one direction.",
+        ),
+    ] = None,
     decode: dict | None = None,
 ) -> None:
     """Score translations with sacrebleu (BLEU, chrF, TER and their signatures).
@@ -291,6 +301,7 @@ def evaluate(
       nmt eval --checkpoint runs/demo --split test --beam 1
       nmt eval --checkpoint runs/demo --split valid --beam 1 --beam 5 --alpha 0.6 --alpha 1.0
       nmt eval --checkpoint runs/demo/best.pt --src test.en --ref test.de
+      nmt eval --checkpoint runs/demo --split test --output runs/demo/test.best.hyp
       nmt eval --checkpoint runs/demo/best.pt --checkpoint runs/demo_transformer/best.pt
       nmt eval --checkpoint runs/demo/best.pt --checkpoint runs/demo_transformer/best.pt --ensemble
       nmt eval --hyp runs/demo/test.hyp --ref test.de --json
@@ -308,6 +319,13 @@ def evaluate(
         if all(len(values) == 1 for values in grid.values()):
             decode.update({name: values[0] for name, values in grid.items()})
             grid = {}
+        if output is not None and (hyp or grid):
+            raise UserError(
+                f"--output {output} keeps the translations nmt eval makes, of one setting: "
+                f"{'--hyp files are made elsewhere' if hyp else 'a grid makes several'}. "
+                "Drop --output, or score one --beam and --alpha."
+            )
+        check_output_dir(output)
         run = dict(split=split or "test", src=src, ref=ref, ensemble=ensemble)
         run.update(overrides=set_ or [], workers=workers, tgt_lang=tgt_lang)
         if hyp:
@@ -315,7 +333,7 @@ def evaluate(
         elif grid:
             report = evaluate_grid(checkpoint, grid, **run, **decode)
         else:
-            report = evaluate_run(checkpoint, **run, **decode)
+            report = evaluate_run(checkpoint, **run, output=output, **decode)
         typer.echo(json.dumps(report.as_dict()) if as_json else report.summary())
 
     guarded(action)

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from nmt.checkpoint import write_atomically
 from nmt.config import Experiment, apply_override, config_from_dict, config_to_dict, parse_override
 from nmt.data.splits import ROLES, ParallelText, load_split, read_lines
 from nmt.errors import UserError
@@ -139,6 +140,16 @@ def score_files(hyps: Sequence[Path], ref: Path) -> Scores | Comparison:
     return Comparison(*compare(systems, references))
 
 
+def _keep(hypotheses: list[str], output: Path) -> None:
+    try:
+        write_atomically(output, "".join(line + "\n" for line in hypotheses).encode("utf-8"))
+    except OSError as error:
+        raise UserError(
+            f"cannot write --output {output}: {error.strerror or error}. Free disk space or "
+            "fix the directory's permissions, then run the command again."
+        ) from None
+
+
 def _aligned(option: str, path: Path, ref: Path) -> tuple[list[str], list[str]]:
     lines, references = read_lines(path), read_lines(ref)
     if len(lines) != len(references):
@@ -158,6 +169,7 @@ def evaluate_run(
     overrides: Sequence[str] = (),
     workers: int | None = None,
     tgt_lang: str | None = None,
+    output: PathLike | None = None,
     **decode: Any,
 ) -> Scores | Comparison | ByDirection:
     """What `nmt eval --checkpoint` prints, as objects: the checkpoint(s) translate the
@@ -166,14 +178,16 @@ def evaluate_run(
     its Scores; several: a Comparison with p-values against the first, unless `ensemble`;
     a model of several directions: a ByDirection of those, one per direction of its
     `split`). `tgt_lang`: the language to translate `src` into, or the one whose directions
-    to score. `workers`: batches decoded side by side (default: one per core). `decode`
+    to score. `workers`: batches decoded side by side (default: one per core). `output`: a
+    file that keeps the translations, one a line, of one system in one direction, so that
+    later systems can be tested against them (`nmt eval --hyp A --hyp B`). `decode`
     (beam=1, alpha=1.0, batch_size=32, ...) replaces their decode settings."""
     paths = [checkpoints] if isinstance(checkpoints, (str, os.PathLike)) else list(checkpoints)
     if (src is None) != (ref is None):
         raise UserError("src and ref go together: a test set of your own needs both files.")
     test_set = read_test_set(Path(src), Path(ref)) if src is not None else None
     return score_checkpoints(
-        paths, test_set, split, overrides, ensemble, workers, tgt_lang, **decode
+        paths, test_set, split, overrides, ensemble, workers, tgt_lang, output, **decode
     )
 
 
@@ -185,6 +199,7 @@ def score_checkpoints(
     ensemble: bool = False,
     workers: int | None = None,
     tgt_lang: str | None = None,
+    output: PathLike | None = None,
     **decode_overrides: Any,
 ) -> Scores | Comparison | ByDirection:
     """Translates a test set with each checkpoint in turn and scores the translations.
@@ -195,10 +210,16 @@ def score_checkpoints(
     `decode_overrides` (beam=1, ...) replace each checkpoint's decode settings. One
     checkpoint gives its Scores; several give a Comparison, with sacrebleu's paired
     bootstrap p-values against the first, unless `ensemble` makes them one system, whose
-    Scores come back; several directions give a ByDirection of those.
+    Scores come back; several directions give a ByDirection of those. `output` keeps the
+    translations of a single system in a single direction.
     """
     if not checkpoints:
         raise UserError("no checkpoint to score.")
+    if output is not None and len(checkpoints) > 1 and not ensemble:
+        raise UserError(
+            f"--output {output} keeps one system's translations, but {len(checkpoints)} "
+            "checkpoints are compared: add --ensemble, or score them one at a time."
+        )
     # Only the best translation is scored: an n-best list would cost time, and with nbest
     # above the beam size the checkpoint's decode section would refuse e.g. beam=1.
     decode_overrides = {"nbest": 1, **decode_overrides}
@@ -206,13 +227,19 @@ def score_checkpoints(
     names = [str(paths[0]) for paths in systems]
     translators = [Translator.load(paths, workers=workers, **decode_overrides) for paths in systems]
     if test_set is not None:
-        return _scored(names, translators, lambda _: test_set, split, tgt_lang)
+        return _scored(names, translators, lambda _: test_set, split, tgt_lang, output)
     pairs = translators[0].config.data.pairs
     chosen = [pair for pair in pairs if tgt_lang in (None, pair[1])]
     if not chosen:
         raise UserError(
             f"--tgt-lang {tgt_lang}: the model translates {', '.join(map('-'.join, pairs))}, "
             f"none into {tgt_lang}; choose one of {', '.join(sorted({t for _, t in pairs}))}."
+        )
+    if output is not None and len(chosen) > 1:
+        raise UserError(
+            f"--output {output} keeps the translations of one direction, but the model's "
+            f"{split} split has {len(chosen)} ({', '.join(map('-'.join, chosen))}): choose "
+            "one with --tgt-lang, or give --src and --ref."
         )
     reports = {
         "-".join(pair): _scored(
@@ -223,6 +250,7 @@ def score_checkpoints(
             ),
             split,
             pair[1],
+            output,
         )
         for pair in chosen
     }
@@ -235,8 +263,10 @@ def _scored(
     text_of: Any,
     split: str,
     tgt_lang: str | None,
+    output: PathLike | None = None,
 ) -> Scores | Comparison:
-    """Each translator's translations of its text (text_of(translator)), scored."""
+    """Each translator's translations of its text (text_of(translator)), scored; those of
+    the one translator written to `output`, if given."""
     evaluations, references = [], None
     for translator in translators:
         text = text_of(translator)
@@ -248,6 +278,8 @@ def _scored(
         references = text.tgt
         evaluations.append(evaluate(translator, text, tgt_lang))
     if len(evaluations) == 1:
+        if output is not None:
+            _keep(evaluations[0].hypotheses, Path(output))
         return evaluations[0].scores
     named = [(name, e.hypotheses) for name, e in zip(names, evaluations, strict=True)]
     rows, signatures = compare(named, references)
