@@ -15,9 +15,12 @@
 # 6. speeds: beam-5 sentences/s on test of the teachers' ensemble and of each student (nmt
 #    fp32, nmt int8, CTranslate2 int8), whole `nmt translate` processes (scripts/
 #    bench_translate.py), one after another in the same session.
-# Every score is printed with sacrebleu's signatures (BLEU, chrF, TER) on stdout; progress and
-# each stage's minutes go to stderr. Run it again to resume: finished models, the grids and
-# the distilled corpus are kept, an interrupted training or distillation goes on.
+# Every score is printed with sacrebleu's signatures (BLEU, chrF, TER) on stdout, and the
+# students' p-values against the ensemble; progress and each stage's minutes go to stderr.
+# Test translations are kept (RUNS/ensemble.test.<tgt>, RUNS/student_*/test.<tgt>), so a
+# later run can be tested against this one: nmt eval --hyp OLD --hyp NEW --ref REF.
+# Run it again to resume: finished models, the grids and the distilled corpus are kept, an
+# interrupted training or distillation goes on.
 #
 #   scripts/recipe_multi30k.sh de-en                      # 120 + 2 x 30 minutes of training
 #   scripts/recipe_multi30k.sh en-de --data DIR           # {train,val,test_2016_flickr}.{de,en}
@@ -147,7 +150,8 @@ ensemble=("${teachers[@]}")
 read -r beam alpha < <(chosen ensemble "${ensemble[@]}" "${corpus[@]}")
 echo "== the ensemble of $models models on test, beam $beam, alpha $alpha" >&2
 echo "ensemble of $models teachers (beam $beam, alpha $alpha), test:"
-nmt eval "${ensemble[@]}" --split test "${corpus[@]}" --beam "$beam" --alpha "$alpha"
+nmt eval "${ensemble[@]}" --split test "${corpus[@]}" --beam "$beam" --alpha "$alpha" \
+    --output "$runs/ensemble.test.$target"
 stage_done
 
 if [[ -n $students ]]; then
@@ -167,7 +171,8 @@ for student in $students; do
         --set "train.max_minutes=$student_minutes" --set train.seed=1
     read -r beam alpha < <(chosen "student_$student" --checkpoint "$run/best.pt")
     echo "student $student (beam $beam, alpha $alpha), test:"
-    nmt eval --checkpoint "$run/best.pt" --split test --beam "$beam" --alpha "$alpha"
+    nmt eval --checkpoint "$run/best.pt" --split test --beam "$beam" --alpha "$alpha" \
+        --output "$run/test.$target"
     stage_done
 
     stage "student $student through CTranslate2, int8"
@@ -180,6 +185,16 @@ for student in $students; do
     nmt eval --hyp "$run/ctranslate2.test.$target" --ref "$distilled/test_2016_flickr.$target"
     stage_done
 done
+
+if [[ -n $students ]]; then
+    systems=(--hyp "$runs/ensemble.test.$target")
+    for student in $students; do
+        systems+=(--hyp "$runs/student_$student/test.$target")
+        systems+=(--hyp "$runs/student_$student/ctranslate2.test.$target")
+    done
+    echo "the students against the ensemble, test (paired bootstrap):"
+    nmt eval "${systems[@]}" --ref "$distilled/test_2016_flickr.$target"
+fi
 
 if [[ $speeds == yes && -n $students ]]; then
     stage "speeds: beam-5 sentences/s on test, each system in turn"

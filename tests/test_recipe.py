@@ -1,8 +1,8 @@
 """scripts/recipe_multi30k.sh end to end, on a small corpus laid out as Multi30k's files:
 train two teachers, choose the ensemble's beam and length penalty on valid, score it on
 test, distil the training sources with it, train the two students on them, choose their
-settings on valid, score them on test, and through CTranslate2 with int8 weights; run
-again, and everything finished is kept."""
+settings on valid, score them on test, and through CTranslate2 with int8 weights, and
+test them against the ensemble; run again, and everything finished is kept."""
 
 import json
 import os
@@ -88,6 +88,10 @@ def test_the_recipe_runs_every_stage_and_keeps_what_it_finished(tmp_path, corpus
     assert first.stdout.count("nrefs:1") >= 15 and "TER" in first.stdout  # with signatures
     assert "minutes per stage" in first.stderr and "min  distillation" in first.stderr
     scores, speeds = first.stdout.split("beam-5 speed on test (whole processes):\n")
+    compared = scores.split("the students against the ensemble, test (paired bootstrap):\n")[1]
+    kept = [runs / "ensemble.test.de", runs / "student_base" / "test.de"]
+    kept += [runs / "student_shallow" / "ctranslate2.test.de"]
+    assert all(str(path) in compared for path in kept) and "p(BLEU)" in compared
     assert len(speeds.splitlines()) == 7 and speeds.count(" sentences/s, BLEU ") == 7
     assert "student shallow, CTranslate2 int8: " in speeds
     # a rerun keeps what is finished (students are kept by the same code as teachers)
