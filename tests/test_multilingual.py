@@ -244,6 +244,17 @@ def test_eval_scores_each_direction_and_their_mean(two_way_run, corpus_dir):
         evaluate_run(checkpoint, tgt_lang="fr", beam=1)
 
 
+def test_eval_output_keeps_one_direction_and_says_when_it_cannot(two_way_run, corpus_dir, tmp_path):
+    checkpoint, kept = two_way_run / "best.pt", tmp_path / "en-de.hyp"
+    with pytest.raises(UserError, match="one direction, but the model's test split has 2"):
+        evaluate_run(checkpoint, beam=1, output=kept)
+    scores = evaluate_run(checkpoint, tgt_lang="de", beam=1, workers=1, output=kept)
+    report = nmt("eval", "--hyp", kept, "--ref", corpus_dir / "test.de", "--json")
+    with pytest.raises(UserError, match=f"cannot write --output {tmp_path}: "):
+        evaluate_run(checkpoint, tgt_lang="de", beam=1, workers=1, output=tmp_path)
+    assert json.loads(report.stdout)["bleu"] == scores.reports["en-de"].bleu
+
+
 def test_an_ensemble_needs_models_that_write_the_same_languages(two_way_run, one_way_run):
     with pytest.raises(UserError, match="write different languages \\(de, en vs de\\)"):
         Translator.load([two_way_run / "best.pt", one_way_run / "best.pt"])
