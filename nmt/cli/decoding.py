@@ -319,11 +319,15 @@ def evaluate(
         if all(len(values) == 1 for values in grid.values()):
             decode.update({name: values[0] for name, values in grid.items()})
             grid = {}
-        if output is not None and (hyp or grid):
+        if output is not None and hyp:
             raise UserError(
-                f"--output {output} keeps the translations nmt eval makes, of one setting: "
-                f"{'--hyp files are made elsewhere' if hyp else 'a grid makes several'}. "
-                "Drop --output, or score one --beam and --alpha."
+                f"--output {output} keeps the translations nmt eval makes, and --hyp files are "
+                "made elsewhere: drop --output (the --hyp files are the translations)."
+            )
+        if output is not None and grid:
+            raise UserError(
+                f"--output {output} keeps the translations of one setting, and a grid of --beam "
+                "and --alpha makes several: drop --output, or score one --beam and --alpha."
             )
         check_output_dir(output)
         run = dict(split=split or "test", src=src, ref=ref, ensemble=ensemble)

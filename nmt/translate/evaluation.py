@@ -141,6 +141,7 @@ def score_files(hyps: Sequence[Path], ref: Path) -> Scores | Comparison:
 
 
 def _keep(hypotheses: list[str], output: Path) -> None:
+    """Writes the translations whole or not at all: a torn file would still score, wrongly."""
     try:
         write_atomically(output, "".join(line + "\n" for line in hypotheses).encode("utf-8"))
     except OSError as error:
