@@ -49,6 +49,7 @@ def main() -> None:
         "--ref", type=Path, help="reference translations for BLEU (default: beside --input)"
     )
     parser.add_argument("--beam", type=int, nargs="+", default=[1, 5])
+    parser.add_argument("--alpha", type=float, help="length penalty (default: the model's)")
     parser.add_argument("--batch-size", type=int, nargs="+", default=[64])
     parser.add_argument(
         "--workers",
@@ -82,6 +83,7 @@ def main() -> None:
     else:
         model = [arg for c in checkpoints for arg in ("--checkpoint", str(c))]
     model += ["--quantize", args.quantize] if args.quantize else []
+    model += ["--alpha", str(args.alpha)] if args.alpha is not None else []
     ref = args.ref or _default_reference(args.input)
     sentences = len(args.input.read_text(encoding="utf-8").splitlines())
     settings = [] if args.no_reference else [("unbatched reference", 1, 1, 1, 0)]
@@ -109,6 +111,7 @@ def main() -> None:
             "model": str(args.model) if args.model else [str(c) for c in checkpoints],
             "quantize": args.quantize,
             "beam": beam,
+            "alpha": args.alpha,
             "batch_size": batch_size,
             "workers": workers,
             "shortlist": shortlist,

@@ -13,8 +13,8 @@
 #    decoder only);
 # 5. export: each student to CTranslate2, scored on test with int8 weights;
 # 6. speeds: beam-5 sentences/s on test of the teachers' ensemble and of each student (nmt
-#    fp32, nmt int8, CTranslate2 int8), whole `nmt translate` processes (scripts/
-#    bench_translate.py), one after another in the same session.
+#    fp32, nmt int8, CTranslate2 int8), each at the length penalty chosen for it on valid,
+#    whole `nmt translate` processes (scripts/bench_translate.py), one after another.
 # Every score is printed with sacrebleu's signatures (BLEU, chrF, TER) on stdout, and the
 # students' p-values against the ensemble; progress and each stage's minutes go to stderr.
 # Test translations are kept (RUNS/ensemble.test.<tgt>, RUNS/student_*/test.<tgt>), so a
@@ -93,6 +93,7 @@ for beam in $beams; do grid+=(--beam "$beam"); done
 for alpha in $alphas; do grid+=(--alpha "$alpha"); done
 mkdir -p "$runs"
 timing=()
+declare -A alpha_of # each system's length penalty chosen on valid, for the speeds
 
 stage() { # NAME: starts timing a stage
     stage_name=$1 stage_start=$(date +%s)
@@ -148,6 +149,7 @@ stage "the ensemble: beam size and length penalty chosen on valid BLEU, then tes
 ensemble=("${teachers[@]}")
 [[ $models -eq 1 ]] || ensemble+=(--ensemble)
 read -r beam alpha < <(chosen ensemble "${ensemble[@]}" "${corpus[@]}")
+alpha_of[ensemble]=$alpha
 echo "== the ensemble of $models models on test, beam $beam, alpha $alpha" >&2
 echo "ensemble of $models teachers (beam $beam, alpha $alpha), test:"
 nmt eval "${ensemble[@]}" --split test "${corpus[@]}" --beam "$beam" --alpha "$alpha" \
@@ -170,6 +172,7 @@ for student in $students; do
     train_or_resume "$run" --set "data.path=$distilled" "${shape[@]}" \
         --set "train.max_minutes=$student_minutes" --set train.seed=1
     read -r beam alpha < <(chosen "student_$student" --checkpoint "$run/best.pt")
+    alpha_of[$student]=$alpha
     echo "student $student (beam $beam, alpha $alpha), test:"
     nmt eval --checkpoint "$run/best.pt" --split test --beam "$beam" --alpha "$alpha" \
         --output "$run/test.$target"
@@ -198,23 +201,26 @@ fi
 
 if [[ $speeds == yes && -n $students ]]; then
     stage "speeds: beam-5 sentences/s on test, each system in turn"
-    speed() { # LABEL BENCH-ARGS...: prints "LABEL: S sentences/s, BLEU B" of one whole process
-        local label=$1 found
-        shift
-        found=$(python3 "$root/scripts/bench_translate.py" "$@" --beam 5 --no-reference \
+    speed() { # LABEL ALPHA BENCH-ARGS...: prints "LABEL: S sentences/s, BLEU B, alpha A"
+        local label=$1 alpha=$2 found
+        shift 2
+        found=$(python3 "$root/scripts/bench_translate.py" "$@" --beam 5 --alpha "$alpha" \
+            --no-reference \
             --input "$distilled/test_2016_flickr.$source" \
             --ref "$distilled/test_2016_flickr.$target" | python3 -c 'import json, sys
 row = [json.loads(line) for line in sys.stdin if line.startswith("{")][-1]
 print(row["sentences_per_s"], "sentences/s, BLEU", row["bleu"])')
-        echo "  $label: $found"
+        echo "  $label: $found, alpha $alpha"
     }
     echo "beam-5 speed on test (whole processes):"
-    speed "ensemble of $models teachers" "${teachers[@]}"
+    speed "ensemble of $models teachers" "${alpha_of[ensemble]}" "${teachers[@]}"
     for student in $students; do
         run=$runs/student_$student
-        speed "student $student, nmt fp32" --checkpoint "$run/best.pt"
-        speed "student $student, nmt int8" --checkpoint "$run/best.pt" --quantize int8
-        speed "student $student, CTranslate2 int8" --model "$run/ctranslate2" --quantize int8
+        alpha=${alpha_of[$student]}
+        speed "student $student, nmt fp32" "$alpha" --checkpoint "$run/best.pt"
+        speed "student $student, nmt int8" "$alpha" --checkpoint "$run/best.pt" --quantize int8
+        speed "student $student, CTranslate2 int8" "$alpha" --model "$run/ctranslate2" \
+            --quantize int8
     done
     stage_done
 fi

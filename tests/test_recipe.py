@@ -93,6 +93,7 @@ def test_the_recipe_runs_every_stage_and_keeps_what_it_finished(tmp_path, corpus
     kept += [runs / "student_shallow" / "ctranslate2.test.de"]
     assert all(str(path) in compared for path in kept) and "p(BLEU)" in compared
     assert len(speeds.splitlines()) == 7 and speeds.count(" sentences/s, BLEU ") == 7
+    assert speeds.count(", alpha 1.0\n") == 7  # each at the alpha chosen, not its config's 1.4
     assert "student shallow, CTranslate2 int8: " in speeds
     # a rerun keeps what is finished (students are kept by the same code as teachers)
     again = recipe(*args, "--students", "", *set_options(*SMALL))
