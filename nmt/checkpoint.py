@@ -8,10 +8,8 @@ leaves either the old checkpoint or the new one, never a torn file. They are rea
 from __future__ import annotations
 
 import io
-import os
 import pickle
 import re
-import tempfile
 import zipfile
 from pathlib import Path
 
@@ -21,10 +19,10 @@ from nmt.config import ConfigError, Experiment, checkpoint_config, config_to_dic
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.model.seq2seq import Seq2Seq, build_model
+from nmt.outputs import TEMPORARY_SUFFIX, write_atomically
 
 FORMAT_VERSION = 1
 REQUIRED_KEYS = {"format_version", "config", "tokenizer", "model"}
-TEMPORARY_SUFFIX = ".tmp"  # a write killed midway leaves .NAME.XXXX.tmp
 
 
 def save_checkpoint(path: Path, payload: dict) -> None:
@@ -46,28 +44,6 @@ def _write_atomically(path: Path, payload: dict) -> None:
     serialised = io.BytesIO()
     torch.save(payload, serialised)
     write_atomically(path, serialised.getbuffer())
-
-
-def write_atomically(path: Path, data: bytes | memoryview) -> None:
-    """Replaces `path` by `data` through a temporary file, fsync and rename, so a reader (or
-    a crash) sees the old file or the new one, never a torn one; OSError as the OS says."""
-    handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, renamed only if complete
-        dir=path.parent, prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX, delete=False
-    )
-    try:
-        with handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
-    directory = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
 
 
 def remove_temporaries(directory: Path) -> None:

@@ -311,16 +311,18 @@ def make_translator(config: Experiment, tokenizer: Tokenizer, **decode) -> Trans
     return Translator(model, tokenizer, config, dataclasses.replace(config.decode, **decode))
 
 
-def write_marian_model(directory: Path, corpus: Path, seed: int = 0) -> Path:
+def write_marian_model(directory: Path, corpus: Path, seed: int = 0, pad_bias: float = 0.0) -> Path:
     """A tiny random Marian model of `transformers` in OPUS-MT's layout, English -> German:
     source.spm and target.spm trained on `corpus`, one vocab.json numbering their pieces
     after </s> and <unk> and before <pad> (no <s>: the decoder starts from <pad>), swish,
-    every weight perturbed so that one misplaced weight changes its outputs."""
+    every weight perturbed so that one misplaced weight changes its outputs, and OPUS-MT's
+    generation config (pad banned by bad_words_ids, eos forced at max_length). `pad_bias`
+    is added to pad's output bias: a model that would write pad where nothing banned it."""
     import io
     import json
 
     import sentencepiece as spm
-    from transformers import MarianConfig, MarianMTModel, MarianTokenizer
+    from transformers import GenerationConfig, MarianConfig, MarianMTModel, MarianTokenizer
 
     directory.mkdir(parents=True, exist_ok=True)
     processors = []
@@ -371,6 +373,17 @@ def write_marian_model(directory: Path, corpus: Path, seed: int = 0) -> Path:
             if "embed_positions" not in name:
                 parameter.add_(0.3 * torch.randn_like(parameter))
         model.final_logits_bias.add_(0.3 * torch.randn_like(model.final_logits_bias))
+        model.final_logits_bias[0, size - 1] += pad_bias
+    model.generation_config = GenerationConfig(  # as OPUS-MT's models ship it
+        bad_words_ids=[[size - 1]],
+        bos_token_id=0,
+        decoder_start_token_id=size - 1,
+        eos_token_id=0,
+        forced_eos_token_id=0,
+        max_length=512,
+        num_beams=4,
+        pad_token_id=size - 1,
+    )
     model.save_pretrained(directory)
     tokenizer = MarianTokenizer(
         source_spm=str(directory / "source.spm"),

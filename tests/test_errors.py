@@ -344,9 +344,9 @@ def test_non_finite_loss_skips_the_batch_then_aborts(monkeypatch, corpus_dir, tm
 
 
 def test_disk_full_at_checkpoint_keeps_the_previous_one(monkeypatch, corpus_dir, tmp_path):
-    import nmt.checkpoint
+    import nmt.outputs
 
-    real_fsync, files_synced = nmt.checkpoint.os.fsync, []
+    real_fsync, files_synced = nmt.outputs.os.fsync, []
 
     def fsync(fd):
         if stat.S_ISREG(os.fstat(fd).st_mode):  # a checkpoint, not its directory
@@ -355,7 +355,7 @@ def test_disk_full_at_checkpoint_keeps_the_previous_one(monkeypatch, corpus_dir,
             files_synced.append(fd)
         real_fsync(fd)
 
-    monkeypatch.setattr(nmt.checkpoint.os, "fsync", fsync)
+    monkeypatch.setattr(nmt.outputs.os, "fsync", fsync)
     result = train_on(corpus_dir, tmp_path)
     refused(result, "cannot write checkpoint", tmp_path, "No space left on device")
     assert sorted(p.name for p in tmp_path.glob("*.pt*")) == ["best.pt", "last.pt"]

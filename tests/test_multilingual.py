@@ -250,7 +250,7 @@ def test_eval_output_keeps_one_direction_and_says_when_it_cannot(two_way_run, co
         evaluate_run(checkpoint, beam=1, output=kept)
     scores = evaluate_run(checkpoint, tgt_lang="de", beam=1, workers=1, output=kept)
     report = nmt("eval", "--hyp", kept, "--ref", corpus_dir / "test.de", "--json")
-    with pytest.raises(UserError, match=f"cannot write --output {tmp_path}: "):
+    with pytest.raises(UserError, match=f"--output {tmp_path} is a directory; "):
         evaluate_run(checkpoint, tgt_lang="de", beam=1, workers=1, output=tmp_path)
     assert json.loads(report.stdout)["bleu"] == scores.reports["en-de"].bleu
 
@@ -422,7 +422,8 @@ def test_each_languages_target_pieces_are_recorded_and_a_translation_can_keep_to
         t.text for t in translator.translate(LINES, tgt_lang="de", beam=2)
     ]
     one_way = nmt("translate", "--checkpoint", one_way_run / "best.pt", *flag[2:], input=text)
-    assert one_way.returncode == 2 and "this one writes one language" in one_way.stderr
+    assert one_way.returncode == 2 and "this one writes de only" in one_way.stderr
+    assert "--restrict-to-target-language" in one_way.stderr
     payload = load_checkpoint(checkpoint)
     del payload["tokenizer"]["target_pieces"]  # a checkpoint from before they were recorded
     save_checkpoint(two_way_run / "old.pt", payload)

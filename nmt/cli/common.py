@@ -13,6 +13,7 @@ from typing import Annotated, TextIO
 import typer
 
 from nmt.errors import UserError
+from nmt.outputs import replacing
 from nmt.terminal import console_log
 
 # Every option names its value the way the README does (FILE, DIR, N, ...): Typer's own
@@ -46,15 +47,17 @@ def guarded(action: Callable[[], object]) -> None:
 
 @contextlib.contextmanager
 def output_stream(output: Path | None) -> Iterator[TextIO]:
+    """Standard output, or the file `output`, replaced only once written in full."""
     if output is None:
         yield sys.stdout
     else:
-        with output.open("w", encoding="utf-8") as handle:
+        with replacing(output) as handle:
             yield handle
 
 
-def check_output_dir(output: Path | None) -> None:
-    if output is not None and not output.parent.is_dir():
-        raise UserError(
-            f"--output {output}: directory {output.parent} does not exist. Create it first."
-        )
+def checkpoint_inputs(checkpoints: list[Path] | None) -> list[tuple[str, Path]]:
+    """The files --checkpoint options read (a run directory's best.pt), for check_output;
+    one that is missing is left to the loading to name."""
+    return [
+        ("--checkpoint", path / "best.pt" if path.is_dir() else path) for path in checkpoints or []
+    ]

@@ -12,7 +12,7 @@ from typing import Annotated, Any, BinaryIO, Literal, TextIO
 
 import typer
 
-from nmt.cli.common import check_output_dir, guarded, output_stream
+from nmt.cli.common import checkpoint_inputs, guarded, output_stream
 from nmt.cli.options import (
     JsonOption,
     QuantizeOption,
@@ -24,6 +24,7 @@ from nmt.cli.options import (
     decoding,
 )
 from nmt.errors import UserError
+from nmt.outputs import check_output
 
 SEARCH = ("batch_size", "beam", "alpha", "max_src_len", "max_len_extra", "no_repeat_ngram")
 SAMPLING = ("nbest", "sample", "temperature", "top_k", "top_p", "seed")
@@ -127,7 +128,10 @@ def translate(
         _check_engine_options(
             engine, checkpoint, model, decode, alignments, attention_plots, attention_layer
         )
-        check_output_dir(output)
+        if output is not None:
+            given = [("--input", input), ("--constraints", constraints), ("--prefix", prefix)]
+            inputs = [*given, *checkpoint_inputs(checkpoint)]
+            check_output(output, "--output", inputs, stdin=input is None)
         with contextlib.ExitStack() as files:
             if input:
                 source = InputLines(files.enter_context(_opened(input)), str(input))
@@ -329,7 +333,9 @@ def evaluate(
                 f"--output {output} keeps the translations of one setting, and a grid of --beam "
                 "and --alpha makes several: drop --output, or score one --beam and --alpha."
             )
-        check_output_dir(output)
+        if output is not None:
+            given = [("--src", src), ("--ref", ref), *checkpoint_inputs(checkpoint)]
+            check_output(output, "--output", given)
         run = dict(split=split or "test", src=src, ref=ref, ensemble=ensemble)
         run.update(overrides=set_ or [], workers=workers, tgt_lang=tgt_lang)
         if hyp:
@@ -445,7 +451,9 @@ def score(
 
         if not checkpoint or src is None or tgt is None:
             raise UserError("nmt score needs --checkpoint FILE, --src FILE and --tgt FILE.")
-        check_output_dir(output)
+        if output is not None:
+            given = [("--src", src), ("--tgt", tgt), *checkpoint_inputs(checkpoint)]
+            check_output(output, "--output", given)
         with FileLines("--src", src, _text) as sources, FileLines("--tgt", tgt, _text) as targets:
             if sources.total != targets.total:
                 raise UserError(

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from nmt.cli.common import ConfigOption, SetOption, check_output_dir, guarded
+from nmt.cli.common import ConfigOption, SetOption, guarded
 from nmt.errors import UserError
+from nmt.outputs import check_output
 
 
 def train(
@@ -89,7 +90,6 @@ def average(
     def action() -> None:
         from nmt.train.average import average_checkpoints, last_checkpoints
 
-        check_output_dir(output)
         paths = list(checkpoints or [])
         if last is not None:
             if len(paths) != 1:
@@ -97,6 +97,7 @@ def average(
             paths = last_checkpoints(paths[0], last)
         if not paths:
             raise UserError("nmt average needs checkpoints, or --last N and a run directory.")
+        check_output(output, "--output", [("PATH", path) for path in paths])
         average_checkpoints(paths, output)
         typer.echo(f"averaged {len(paths)} checkpoints into {output}")
 

@@ -673,8 +673,9 @@ class DecodeConfig:
         _require(0 < self.top_p <= 1, "top_p", f"must be in (0, 1], got {self.top_p}")
 
     def greedy(self) -> DecodeConfig:
-        """These settings with beam search and sampling off, e.g. for fast validation."""
-        return dataclasses.replace(self, beam=1, nbest=1, sample=False)
+        """These settings with beam search and sampling off, for fast validation; and
+        without the shortlist, which `nmt shortlist` learns only after training."""
+        return dataclasses.replace(self, beam=1, nbest=1, sample=False, shortlist=0)
 
 
 @dataclass(frozen=True)
@@ -724,6 +725,28 @@ class Experiment:
             "model.share_embeddings",
             "needs one vocabulary for both languages; set tokenizer.joint: true (or give a "
             "joint tokenizer.model), or share_embeddings: false",
+        )
+        self.check_decode(self.decode)
+
+    def check_decode(self, decode: DecodeConfig) -> None:
+        """Refuses decode settings (this config's, or a command's) that ask of this model
+        what it cannot do, naming the key and the flag that sets it."""
+        if not decode.restrict_to_target_language:
+            return
+        key, flag = "decode.restrict_to_target_language", "--restrict-to-target-language"
+        languages = self.data.target_languages
+        _require(
+            len(languages) > 1,
+            key,
+            f"({flag}) keeps a model that writes several languages to the one asked for, and "
+            f"this one writes {languages[0]} only; set it to false (--any-target-piece)",
+        )
+        _require(
+            not self.model.copy,
+            key,
+            f"({flag}): a model that copies (model.copy) writes its source's pieces too, "
+            "which no list of one language's pieces names; set it to false "
+            "(--any-target-piece)",
         )
 
 

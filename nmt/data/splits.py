@@ -18,7 +18,7 @@ import os
 import socket
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import zip_longest
 from pathlib import Path
 
@@ -33,11 +33,14 @@ TABLE_FORMATS = {"tsv": "csv", "jsonl": "json", "parquet": "parquet"}
 
 @dataclass
 class ParallelText:
-    """Aligned sentence pairs of one split; `origin` says where they came from, for messages."""
+    """Aligned sentence pairs of one split; `origin` says where they came from, for messages,
+    and `files` which local files hold them (none for a hub split), so that no command
+    writes over them."""
 
     src: list[str]
     tgt: list[str]
     origin: str
+    files: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ def _read(location: Location, config: DataConfig, role: str = "train") -> Parall
         text = _read_hub(config, location.split)
     if not text.src:
         raise UserError(f"{text.origin}: the {role} split has no sentence pairs.")
-    return text
+    return replace(text, files=location.files)
 
 
 def locate(config: DataConfig, role: str = "train") -> Location:

@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 TAGS_FILE = "tags.json"  # beside spm.model: the languages a tag can ask for, in id order
 PIECES_FILE = "pieces.json"  # beside the SentencePiece models of a vocabulary of its own
 TARGET_PIECES_FILE = "target_pieces.json"  # each target language's count per target id
+TAG_PLACE_FILE = "tag_place.txt"  # where the tag goes, unless in front of the source
 
 
 def language_tag(language: str) -> str:
@@ -293,6 +294,8 @@ class Tokenizer:
         if self.src.vocabulary is not None:
             text = json.dumps(self._pieces_state(), ensure_ascii=False)
             (run_dir / PIECES_FILE).write_text(text + "\n", "utf-8")
+        if self.tag_place != "source":
+            (run_dir / TAG_PLACE_FILE).write_text(self.tag_place + "\n", "utf-8")
 
     @classmethod
     def load(cls, directory: Path) -> Tokenizer:
@@ -302,9 +305,10 @@ class Tokenizer:
         joint = directory / "spm.model"
         if joint.is_file():
             vocab = Vocab(joint.read_bytes(), tags)
-            counts = directory / TARGET_PIECES_FILE
+            counts, place = directory / TARGET_PIECES_FILE, directory / TAG_PLACE_FILE
             recorded = json.loads(counts.read_text("utf-8")) if counts.is_file() else None
-            return cls(vocab, vocab, recorded)
+            tag_place = place.read_text("utf-8").strip() if place.is_file() else "source"
+            return cls(vocab, vocab, recorded, tag_place)
         src, tgt = (directory / "spm.src.model").read_bytes(), (directory / "spm.tgt.model")
         pieces_file = directory / PIECES_FILE
         if pieces_file.is_file():

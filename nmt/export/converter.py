@@ -110,9 +110,10 @@ def export_ctranslate2(checkpoint: Path, output: Path, shortlist: int = 0) -> Pa
     if shortlist:
         table = load_shortlist(checkpoint, tokenizer.src.size, tokenizer.tgt.size)
         vmap = vocabulary_map(table, shortlist, tokenizer)
-        config = dataclasses.replace(
-            config, decode=dataclasses.replace(config.decode, shortlist=shortlist)
-        )
+    # the exported default is the vocabulary map's K, or none without one
+    config = dataclasses.replace(
+        config, decode=dataclasses.replace(config.decode, shortlist=shortlist)
+    )
     spec = transformer_spec(model, config, tokenizer)
     with staged(output) as staging:
         spec.validate()
@@ -140,22 +141,23 @@ def vocabulary_map(shortlist: Shortlist, best: int, tokenizer: Tokenizer) -> str
     return "\n".join(lines) + "\n"
 
 
-def unexportable(config: ModelConfig) -> str | None:
-    """Why CTranslate2's Transformer cannot compute this model, or None if it can."""
+def unexportable(config: ModelConfig, runtime: str = "CTranslate2") -> str | None:
+    """Why a standard Transformer, such as `runtime` runs, cannot compute this model, or None
+    if it can (CTranslate2's; `transformers` checks more besides)."""
     encoder, decoder, attention = config.encoder, config.decoder, config.attention
     if encoder.type != "self_attention" or decoder.type != "transformer":
         return (
             f"it is an RNN model (encoder {encoder.type}, decoder {decoder.type}), and "
-            "CTranslate2 runs Transformers only"
+            f"{runtime} runs Transformers only"
         )
     if attention.type != "multihead":
         return f"its cross-attention is {attention.type}, not multihead"
     if config.copy:
         return (
-            "it copies from the source (model.copy: true), and CTranslate2's decoder has no "
+            f"it copies from the source (model.copy: true), and {runtime}'s decoder has no "
             "pointer-generator"
         )
-    needs = {  # key: (the value CTranslate2 computes, how to say it)
+    needs = {  # key: (the value a standard Transformer computes, how to say it)
         "normaliser": ("softmax", "softmax"),
         "kv": ("separate", "separate key and value projections (separate)"),
         "window": (None, "global attention (null)"),
@@ -165,9 +167,9 @@ def unexportable(config: ModelConfig) -> str | None:
     for key, (needed, said) in needs.items():
         value = getattr(attention, key)
         if value != needed:
-            return f"model.attention.{key} is {value!r}; CTranslate2 needs {said}"
+            return f"model.attention.{key} is {value!r}; {runtime} needs {said}"
     if encoder.position_kind == "alibi":
-        return "model.encoder.positions is 'alibi', and CTranslate2's Transformer encoder has none"
+        return f"model.encoder.positions is 'alibi', and {runtime}'s Transformer encoder has none"
     return None
 
 

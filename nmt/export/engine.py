@@ -95,11 +95,12 @@ class CTranslate2Translator:
         tgt_lang: str | None = None,
         chunk: int | None = CHUNK_LINES,
         done: Callable[[int], None] | None = None,
+        first: int = 0,
     ) -> Iterator[Translation]:
         """Each line's Translation in input order, `chunk` lines at a time; a blank line
         gives a blank translation. `prefix`: one per line (None: none), as CTranslate2's
         target_prefix. `tgt_lang`: the language to write, for a model that writes several
-        (the tag goes in as a piece)."""
+        (the tag goes in as a piece). `first`: as in Translator.stream."""
         if alignments or attention:
             raise UserError(
                 "CTranslate2 reports no attention here, so alignments and attention maps need "
@@ -130,6 +131,7 @@ class CTranslate2Translator:
             prefixes=prefix,
             chunk_lines=chunk,
             done=done,
+            first=first,
         )
 
     @property
@@ -143,7 +145,7 @@ class CTranslate2Translator:
         self,
         src_ids: list[list[int]],
         decode: DecodeConfig,
-        batch: int = 0,
+        lines: Sequence[int] = (),
         constraints: Sequence[Constraints | None] | None = None,
     ) -> list[list[Hypothesis]]:
         if any(c and (c.include or c.exclude) for c in constraints or ()):
@@ -235,12 +237,7 @@ def load_ctranslate2_translator(
         decode = dataclasses.replace(config.decode, **decode_overrides)
     except ConfigError as error:
         raise ConfigError(f"decode.{error.path}", error.detail) from None
-    if decode.shortlist and not (model_dir / VMAP_FILE).is_file():
-        raise UserError(
-            f"--shortlist {decode.shortlist}: {model_dir} has no vocabulary map ({VMAP_FILE}); "
-            "export it with `nmt export --format ctranslate2 --shortlist K` (after `nmt "
-            "shortlist`), or translate with --shortlist 0."
-        )
+    _check_shortlist(model_dir, decode.shortlist, config.decode.shortlist)
     if decode.sample:
         raise UserError(
             "--engine ctranslate2 decodes by beam or greedy search; drop --sample (or give "
@@ -258,6 +255,25 @@ def load_ctranslate2_translator(
     except (RuntimeError, ValueError) as error:
         raise UserError(f"--model {model_dir}: CTranslate2 cannot load it ({error}).") from None
     return CTranslate2Translator(model, tokenizer, config, decode, workers, tgt_lang)
+
+
+def _check_shortlist(model_dir: Path, asked: int, exported: int) -> None:
+    """CTranslate2 reads the shortlist as the vocabulary map written at export (`exported`:
+    its K, 0 without one): another K is refused, not silently ignored."""
+    if asked in (0, exported):
+        return
+    if not exported:
+        raise UserError(
+            f"--shortlist {asked}: {model_dir} has no vocabulary map ({VMAP_FILE}); export it "
+            f"with `nmt export --format ctranslate2 --shortlist {asked}` (after `nmt "
+            "shortlist`), or translate with --shortlist 0."
+        )
+    raise UserError(
+        f"--shortlist {asked}: {model_dir} was exported with the shortlist's {exported} best "
+        f"pieces per source piece in its vocabulary map ({VMAP_FILE}), which CTranslate2 "
+        f"cannot change; give --shortlist {exported} (or 0 for none), or export it again with "
+        f"`nmt export --format ctranslate2 --shortlist {asked}`."
+    )
 
 
 def _config(model_dir: Path) -> Experiment:

@@ -34,6 +34,9 @@ MIN_POSITIONS = 512  # OPUS-MT's table; longer if our output limit needs it
 ACTIVATIONS = {"relu": "relu", "swish": "swish", "gelu": "gelu"}  # ours -> transformers'
 
 
+RUNTIME = "transformers (Marian, Pegasus)"
+
+
 def export_transformers(checkpoint: Path, output: Path) -> Path:
     """Writes `output`, a `transformers` model directory for the Transformer in `checkpoint`
     (new or empty; written beside it and renamed into place)."""
@@ -42,11 +45,15 @@ def export_transformers(checkpoint: Path, output: Path) -> Path:
     check_output(output)
     payload = load_checkpoint(checkpoint)
     model, tokenizer, config = restore_model(payload, checkpoint)
-    refusal = unexportable(config.model) or transformers_refusal(config, tokenizer)
+    refusal = unexportable(config.model, RUNTIME) or transformers_refusal(config, tokenizer)
     if refusal:
+        instead = (
+            "Export it to CTranslate2 instead (nmt export --format ctranslate2)"
+            if unexportable(config.model) is None
+            else "Neither can CTranslate2 run it; translate and serve it with nmt itself"
+        )
         raise UserError(
-            f"checkpoint {checkpoint} cannot be exported to transformers: {refusal}. Export "
-            "it to CTranslate2 instead (nmt export --format ctranslate2)."
+            f"checkpoint {checkpoint} cannot be exported to transformers: {refusal}. {instead}."
         )
     their_model = transformers_model(model, config, tokenizer)
     with staged(output) as staging:

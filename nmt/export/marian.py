@@ -14,6 +14,7 @@ with </s>, and a decoder that starts from <pad>.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,8 @@ from nmt.model.seq2seq import build_model
 NEEDED_BY = "nmt import"
 ACTIVATIONS = {"swish": "swish", "silu": "swish", "relu": "relu", "gelu": "gelu"}
 FILES = ("source.spm", "target.spm", "vocab.json")
+
+log = logging.getLogger(__name__)
 
 
 def import_marian(
@@ -50,6 +53,7 @@ def import_marian(
     languages = _languages(settings, src_lang, tgt_lang, source)
     config = experiment(their_config, *languages, name=Path(source).name)
     _check_special_ids(their_config, tokenizer, source)
+    _warn_about_generation(directory, their_config, source)
     model = build_model(config.model, tokenizer.src, tokenizer.tgt)
     their_model = MarianMTModel.from_pretrained(directory, dtype="float32")
     names = list(model.state_dict())
@@ -59,6 +63,26 @@ def import_marian(
     save_checkpoint(output, checkpoint_payload(model, config, tokenizer, step=0, metrics={}))
     output.with_suffix(".yaml").write_text(fine_tuning_yaml(config, output), "utf-8")
     return output
+
+
+def _warn_about_generation(directory: Path, their_config: Any, source: str) -> None:
+    """OPUS-MT's generation config bans <pad> (bad_words_ids), which nmt's search never
+    writes anyway, and forces eos at max_length (512), far beyond nmt's length limit, which
+    ends a translation without eos instead. Any other ban is named: nmt does not apply it."""
+    path = directory / "generation_config.json"
+    if not path.is_file():
+        return
+    banned = json.loads(path.read_text("utf-8")).get("bad_words_ids") or []
+    others = [ids for ids in banned if ids != [their_config.pad_token_id]]
+    if others:
+        log.warning(
+            "warning: %s --from %s: its generation config bans %s (bad_words_ids), which "
+            "nmt's search does not ban (it bans only <pad>); give them as excluded phrases "
+            "(--constraints) where they matter.",
+            NEEDED_BY,
+            source,
+            others,
+        )
 
 
 def model_directory(source: str) -> Path:

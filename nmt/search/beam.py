@@ -32,6 +32,7 @@ from nmt.search.hypothesis import (
     coverage_penalty,
     hypotheses_from_rows,
     length_penalty,
+    unwritable_columns,
 )
 
 
@@ -88,6 +89,7 @@ def beam_search(
     coverage_penalty: float = 0.0,
     attention: bool = True,
     shortlist: Columns | None = None,
+    unwritable: Sequence[int] = (),
 ) -> list[list[Hypothesis]]:
     """The `nbest` best hypotheses of every sentence, best first by normalised score (plus
     GNMT's coverage penalty of weight `coverage_penalty`, which is <= 0, so stopping early
@@ -95,7 +97,8 @@ def beam_search(
     (nmt/search/blocking.py). `constraints`: one per sentence (nmt/search/constraints.py);
     the hypotheses that meet theirs rank first. `attention`: whether the hypotheses carry
     their attention (the coverage penalty needs it regardless); `shortlist`: the only target
-    ids a hypothesis may hold (None: all)."""
+    ids a hypothesis may hold (None: all); `unwritable`: ids none holds (see
+    `unwritable_columns`)."""
     batch, device = src.size(0), src.device
     attention = attention or bool(coverage_penalty)
     limits = limits.to(device)
@@ -116,6 +119,7 @@ def beam_search(
     state = model.init_state(model.encode(src, src_lengths), attention, ids)
     # the columns picked among: the shortlist's, or every id where constraints need them
     columns = shortlist if guide is None else None
+    never = unwritable_columns(unwritable, columns, device)
     alive = torch.arange(batch, device=device) * beam  # the rows of [B * K] the state holds
     prev = torch.full((batch,), start, dtype=torch.long, device=device)
     live = torch.full((batch, beam), float("-inf"), device=device)  # scores; -inf: no hypothesis
@@ -131,6 +135,8 @@ def beam_search(
         vocab = logits.size(1) if columns is None else columns.size
         width = min(beam, logits.size(1))
         log_norm = logits.logsumexp(1, keepdim=True)  # of every token, banned ones included
+        if never is not None:
+            logits = logits.index_fill(1, never, float("-inf"))
         banned = _banned(guide, progress, t, alive, beam, history, vocab, eos_id)
         if no_repeat_ngram:
             live_history = history.index_select(0, alive)

@@ -15,9 +15,11 @@ from nmt.search.hypothesis import (
     SearchModel,
     hypotheses_from_rows,
     log_probabilities,
+    unwritable_columns,
 )
 
-Choose = Callable[[torch.Tensor], torch.Tensor]  # log-probabilities [B, V] -> tokens [B]
+# log-probabilities [A, V] of the active rows, their row numbers [A] -> tokens [A]
+Choose = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 @torch.no_grad()
@@ -32,10 +34,11 @@ def greedy_search(
     constraints: Sequence[Constraints | None] | None = None,
     attention: bool = True,
     shortlist: Columns | None = None,
+    unwritable: Sequence[int] = (),
 ) -> list[Hypothesis]:
     """Batched argmax decoding; each sentence stops at eos or at its own length limit.
     `constraints`: prefixes and excluded phrases only (included ones need beam search).
-    `attention` and `shortlist` as in `step_by_step_search`."""
+    `attention`, `shortlist` and `unwritable` as in `step_by_step_search`."""
     return step_by_step_search(
         model,
         src,
@@ -43,11 +46,12 @@ def greedy_search(
         start,
         eos_id,
         limits,
-        lambda log_probs: log_probs.argmax(-1),
+        lambda log_probs, rows: log_probs.argmax(-1),
         no_repeat_ngram=no_repeat_ngram,
         constraints=constraints,
         attention=attention,
         shortlist=shortlist,
+        unwritable=unwritable,
     )
 
 
@@ -65,6 +69,7 @@ def step_by_step_search(
     constraints: Sequence[Constraints | None] | None = None,
     attention: bool = True,
     shortlist: Columns | None = None,
+    unwritable: Sequence[int] = (),
 ) -> list[Hypothesis]:
     """Extends each row by the token `choose` picks, until eos or the row's limit.
 
@@ -75,8 +80,9 @@ def step_by_step_search(
     `constraints` (one per sentence): `choose` sees only the prefix's token while it lasts
     and never the token that would complete an excluded phrase (nmt/search/constraints.py).
     `attention`: whether the hypotheses carry their attention (else None, and the model may
-    skip computing it). `shortlist`: the only target ids the model may write (None: all).
-    A row leaves the batch when it ends: only the rows still decoding run through the model.
+    skip computing it). `shortlist`: the only target ids the model may write (None: all);
+    `unwritable`: ids it never writes (see `unwritable_columns`). A row leaves the batch
+    when it ends: only the rows still decoding run through the model.
     """
     if constraints and any(c and c.include for c in constraints):
         raise ValueError("included phrases need beam search (beam_search, any beam size)")
@@ -86,6 +92,7 @@ def step_by_step_search(
     state = model.init_state(model.encode(src, src_lengths), attention, ids)
     # the columns picked among: the shortlist's, or every id where constraints need them
     columns = shortlist if guide is None else None
+    never = unwritable_columns(unwritable, columns, device)
     if copies > 1:
         state = state.select(torch.arange(src.size(0), device=device).repeat_interleave(copies))
     src_lengths = src_lengths.repeat_interleave(copies)
@@ -101,7 +108,7 @@ def step_by_step_search(
             logits = shortlist.widened(logits)
         log_probs = log_probabilities(logits)  # [A, V or C]
         vocab = log_probs.size(1) if columns is None else columns.size
-        allowed = log_probs
+        allowed = log_probs if never is None else log_probs.index_fill(1, never, float("-inf"))
         banned = None
         if guide is not None or no_repeat_ngram:
             history = (
@@ -116,8 +123,8 @@ def step_by_step_search(
             banned = merged_bans(constrained, history, no_repeat_ngram, vocab)
         if banned is not None:
             banned = banned if columns is None else columns.narrowed(banned)
-            allowed = log_probs.masked_fill(banned, float("-inf"))
-        picked = choose(allowed)
+            allowed = allowed.masked_fill(banned, float("-inf"))
+        picked = choose(allowed, active)
         scores[active] += log_probs.gather(1, picked[:, None]).squeeze(1)
         chosen = picked if columns is None else columns.ids[picked]
         # finished rows read eos and zero attention from here on; their hypotheses end before

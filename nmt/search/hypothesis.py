@@ -7,6 +7,7 @@ and an Ensemble answer the same calls, and no search asks which kind of model it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -50,6 +51,21 @@ class Columns:
     def narrowed(self, mask: torch.Tensor) -> torch.Tensor:
         """A mask over ids [N, V] -> over the columns [N, C]."""
         return mask.index_select(1, self.ids.to(mask.device))
+
+
+def unwritable_columns(
+    ids: Sequence[int], columns: Columns | None, device: torch.device
+) -> torch.Tensor | None:
+    """The logits' columns of `ids`, target ids no hypothesis may write (pad, bos: pieces of
+    no text), over every id or over a shortlist's `columns`; None for none. Search bans them
+    after normalising, as `transformers` applies `bad_words_ids`, so scores stay the model's
+    log-probabilities (what forced scoring computes)."""
+    if not ids:
+        return None
+    wanted = torch.tensor(sorted(set(ids)), dtype=torch.long, device=device)
+    if columns is None:
+        return wanted
+    return torch.isin(columns.ids.to(device), wanted).nonzero().squeeze(1)
 
 
 @dataclass

@@ -12,6 +12,8 @@ from nmt.search.constraints import Constraints
 from nmt.search.greedy import Choose, step_by_step_search
 from nmt.search.hypothesis import Columns, Hypothesis, SearchModel
 
+_PRIME = 1_000_003  # mixes a sentence's seed with the number of its draw
+
 
 def truncate(log_probs: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
     """log_probs [B, V] -> scores [B, V] to draw from; -inf outside the top-k and the top-p.
@@ -32,10 +34,20 @@ def truncate(log_probs: torch.Tensor, temperature: float, top_k: int, top_p: flo
     return scores
 
 
-def sampler(temperature: float, top_k: int, top_p: float, generator: torch.Generator) -> Choose:
-    def draw(log_probs: torch.Tensor) -> torch.Tensor:
-        probs = truncate(log_probs, temperature, top_k, top_p).softmax(-1)
-        return torch.multinomial(probs, 1, generator=generator).squeeze(1)
+def sampler(
+    temperature: float, top_k: int, top_p: float, generators: Sequence[torch.Generator]
+) -> Choose:
+    """Draws each row's token with the row's own generator (`generators[row]`), so what a
+    row draws does not depend on which other rows share its batch."""
+
+    def draw(log_probs: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        probs = truncate(log_probs, temperature, top_k, top_p).softmax(-1)  # [A, V]
+        uniform = torch.stack([torch.rand((), generator=generators[row]) for row in rows.tolist()])
+        # inverse transform sampling: the first token whose cumulative probability reaches
+        # 1 - u, in (0, 1], so a token of probability 0 is never the first to reach it
+        cumulative = probs.cumsum(-1)
+        reach = (1 - uniform).to(probs) * cumulative[:, -1]
+        return (cumulative < reach[:, None]).sum(-1).clamp_(max=probs.size(-1) - 1)
 
     return draw
 
@@ -52,16 +64,26 @@ def sample_search(
     temperature: float = 1.0,
     top_k: int = 0,
     top_p: float = 1.0,
-    generator: torch.Generator | None = None,
+    seeds: Sequence[int] | None = None,
     no_repeat_ngram: int = 0,
     constraints: Sequence[Constraints | None] | None = None,
     attention: bool = True,
     shortlist: Columns | None = None,
+    unwritable: Sequence[int] = (),
 ) -> list[list[Hypothesis]]:
-    """`samples` independent draws per sentence; the same generator state gives the same draws.
+    """`samples` independent draws per sentence. Each draw has a generator of its own, seeded
+    by its sentence's seed in `seeds` (None: seeds from torch's global generator) and its
+    number, so a sentence draws the same with the same seed whatever batch it is in.
     `constraints`: prefixes and excluded phrases only (included ones need beam search).
-    `attention` and `shortlist` as in `step_by_step_search`."""
-    draw = sampler(temperature, top_k, top_p, generator)
+    `attention`, `shortlist` and `unwritable` as in `step_by_step_search`."""
+    if seeds is None:
+        seeds = torch.randint(2**62, (src.size(0),)).tolist()
+    generators = [
+        torch.Generator().manual_seed((seed * _PRIME + draw) % 2**63)
+        for seed in seeds
+        for draw in range(samples)
+    ]
+    draw = sampler(temperature, top_k, top_p, generators)
     rows = step_by_step_search(
         model,
         src,
@@ -75,5 +97,6 @@ def sample_search(
         constraints,
         attention,
         shortlist,
+        unwritable,
     )
     return [rows[start : start + samples] for start in range(0, len(rows), samples)]

@@ -26,7 +26,8 @@ def test_scores(
     each direction beside the mean (test_bleu_de-en, ...). Nothing without a test split."""
     if not corpus.test:
         return {}, {}
-    translator = Translator.load(run_dir / "best.pt", device, workers=None)
+    # without decode.shortlist, whose shortlist `nmt shortlist` learns after training
+    translator = Translator.load(run_dir / "best.pt", device, workers=None, shortlist=0)
     several = len(corpus.test) > 1
     results = {}
     for name, text in corpus.test.items():

@@ -14,7 +14,7 @@ from nmt.search.constraints import Constraints
 from nmt.search.hypothesis import Columns
 from nmt.translate.shortlist import Shortlist
 
-_PRIME = 1_000_003  # mixes decode.seed and a batch's numbers into its sampling seed
+_PRIME = 1_000_003  # mixes decode.seed and a line's number into its sampling seed
 
 
 def search_batch(
@@ -22,17 +22,18 @@ def search_batch(
     tokenizer: Tokenizer,
     src_ids: list[list[int]],
     decode: DecodeConfig,
-    draw: tuple[int, int],
+    lines: list[int],
     constraints: list[Constraints | None],
     attention: bool = True,
     shortlist: Shortlist | None = None,
 ) -> list[list[Hypothesis]]:
-    """The hypotheses of a batch of sources. Sampling draws from a generator of its own,
-    seeded by decode.seed and `draw` (the call's and the batch's number), so batches decoded
-    side by side draw as they would one after another. Included phrases take beam search,
-    which at beam 1 is greedy search that makes room for them. `attention`: whether the
-    hypotheses carry theirs. With decode.shortlist K, they hold only pieces of the batch's
-    columns of `shortlist` (which must then be given)."""
+    """The hypotheses of a batch of sources. Sampling draws each source's tokens from a
+    generator of its own, seeded by decode.seed and the source's number in its input
+    (`lines`), so a line draws the same whatever batch, worker, chunk or read of a pipe it
+    came in. Included phrases take beam search, which at beam 1 is greedy search that makes
+    room for them. `attention`: whether the hypotheses carry theirs (they do regardless
+    under a coverage penalty, which reads it). With decode.shortlist K, they hold only
+    pieces of the batch's columns of `shortlist` (which must then be given)."""
     if decode.sample and any(guide and guide.include for guide in constraints):
         raise UserError(
             "included phrases need beam search (any beam size, 1 included), not sampling; "
@@ -44,20 +45,23 @@ def search_batch(
     limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra)
     common = (model, src, lengths, tokenizer.start_id, tgt.eos_id, limits)
     options = {"no_repeat_ngram": decode.no_repeat_ngram, "constraints": constraints}
+    # pieces of no text: what a model, even an imported one, must never be let write
+    options["unwritable"] = (tgt.pad_id, tgt.bos_id, tokenizer.start_id, *tgt.tags.values())
     ids = output_columns(tokenizer, src_ids, decode, constraints, shortlist)
     columns = None if ids is None else Columns(ids.to(device), tgt.size)
+    # a coverage penalty is part of every hypothesis's score (Hypothesis.normalised_score),
+    # whichever search found it, and is computed from its attention
+    attention = attention or bool(decode.coverage_penalty)
     options.update(attention=attention, shortlist=columns)
     if decode.sample:
-        call, batch = draw
-        seed = (decode.seed * _PRIME + call) * _PRIME + batch
-        generator = torch.Generator(device).manual_seed(seed % 2**63)
+        seeds = [(decode.seed * _PRIME + line) % 2**63 for line in lines]
         return sample_search(
             *common,
             decode.nbest,
             decode.temperature,
             decode.top_k,
             decode.top_p,
-            generator,
+            seeds,
             **options,
         )
     if decode.beam == 1 and not any(c and c.include for c in constraints):
@@ -87,19 +91,9 @@ def output_columns(
     tgt = tokenizer.tgt
     specials = (tgt.eos_id, tgt.unk_id, tgt.bos_id, tgt.pad_id)  # as CTranslate2 does
     ids = None
-    if decode.shortlist:
-        if shortlist is None:
-            raise UserError(
-                "decode.shortlist needs the shortlist of the checkpoint: load the translator "
-                "with Translator.load(checkpoint, shortlist=K), after `nmt shortlist`."
-            )
+    if decode.shortlist:  # a Translator holds the shortlist its settings ask for
         ids = shortlist.columns(src_ids, decode.shortlist, specials, constraints)
-    if decode.restrict_to_target_language:
-        if tokenizer.language is None:
-            raise UserError(
-                "decode.restrict_to_target_language restricts a model that writes several "
-                "languages to the one asked for; this one writes one language. Drop it."
-            )
+    if decode.restrict_to_target_language:  # of a multilingual model (Experiment.check_decode)
         allowed = torch.tensor(tokenizer.language_pieces(tokenizer.language))
         ids = allowed if ids is None else ids[torch.isin(ids, allowed)]
         named = [p for guide in constraints if guide for p in guide.named_pieces() if p < tgt.size]

@@ -49,6 +49,7 @@ from nmt.translate.distilled_corpus import (
 )
 from nmt.translate.loading import PathLike, checkpoint_paths
 from nmt.translate.pipeline import CHUNK_LINES
+from nmt.translate.shortlist import shortlist_file
 from nmt.translate.translator import Translator
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,7 @@ def distil(
         translator.device.type,
         chunk_lines,
         corpus_name(corpus),
+        _shortlist_sha256(checkpoints, translator.decode.shortlist),
     )
     manifest = _started(out, corpus, settings, overwrite)
     earlier = sum(d.translated for d in manifest.directions)
@@ -121,6 +123,14 @@ def distil(
 def _teachers(checkpoints: PathLike | Sequence[PathLike]) -> tuple[Teacher, ...]:
     paths = [checkpoint_file(path) for path in checkpoint_paths(checkpoints)]
     return tuple(Teacher(str(path), _sha256(path)) for path in paths)
+
+
+def _shortlist_sha256(checkpoints: PathLike | Sequence[PathLike], best: int) -> str | None:
+    """The shortlist decodes with K > 0 is the first checkpoint's: rebuilt, it translates
+    differently, so a resume compares its bytes too."""
+    if not best:
+        return None
+    return _sha256(shortlist_file(checkpoint_paths(checkpoints)[0]))
 
 
 def _sha256(path: Path) -> str:

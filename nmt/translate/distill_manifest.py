@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nmt.checkpoint import TEMPORARY_SUFFIX, write_atomically
 from nmt.config import config_differences
 from nmt.errors import UserError
+from nmt.outputs import TEMPORARY_SUFFIX, write_atomically
 from nmt.version import __version__
 
 MANIFEST = "manifest.json"
@@ -40,6 +40,7 @@ class Settings:
     device: str  # cpu or cuda: their float arithmetic differs in the last bits
     chunk_lines: int  # a chunk's lines are sorted into batches together
     corpus: str  # where the train split was read
+    shortlist: str | None = None  # sha256 of the shortlist file decode.shortlist K reads
 
     def differences(self, given: Settings) -> list[str]:
         """What differs between these settings (a manifest's) and `given` (a command's)."""

@@ -8,10 +8,10 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from nmt.checkpoint import write_atomically
 from nmt.config import Experiment, apply_override, config_from_dict, config_to_dict, parse_override
 from nmt.data.splits import ROLES, ParallelText, load_split, read_lines
 from nmt.errors import UserError
+from nmt.outputs import check_output, write_atomically
 from nmt.scoring import Scores, SystemRow, compare, format_table, mean_scores, score
 from nmt.search import Hypothesis
 from nmt.terminal import ProgressLine
@@ -127,7 +127,7 @@ def checkpoint_split(
 def read_test_set(src: Path, ref: Path) -> ParallelText:
     """A test set of one's own: source sentences and their reference translations, one a line."""
     sources, references = _aligned("--src", src, ref)
-    return ParallelText(sources, references, f"{src} / {ref.name}")
+    return ParallelText(sources, references, f"{src} / {ref.name}", (src, ref))
 
 
 def score_files(hyps: Sequence[Path], ref: Path) -> Scores | Comparison:
@@ -271,6 +271,8 @@ def _scored(
     evaluations, references = [], None
     for translator in translators:
         text = text_of(translator)
+        if output is not None:  # before translating: the split may not be written over
+            check_output(Path(output), "--output", [(f"the {split} split", f) for f in text.files])
         if references is not None and text.tgt != references:
             raise UserError(
                 "the checkpoints' configs name different corpora for the "

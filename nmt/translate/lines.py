@@ -161,7 +161,6 @@ def write_translations(
     index, missed, nbest = 0, [], translator.decode.nbest
     try:
         for group in source.groups():
-            start = index
             translations = translator.stream(
                 group,
                 alignments=alignments,
@@ -170,6 +169,7 @@ def write_translations(
                 prefix=prefixes,
                 chunk=chunk,
                 done=progress.advance,
+                first=index,
             )
             try:
                 for translation in translations:
@@ -185,7 +185,7 @@ def write_translations(
             except ConstraintError as error:
                 if error.index is None:
                     raise
-                line = start + error.index + 1
+                line = error.index + 1
                 raise UserError(f"input line {line}, {error.field}: {error.detail}.") from None
     finally:
         progress.close()

@@ -4,9 +4,10 @@ length into batches (`workers` of them decoded side by side), candidates best fi
 lines blank, input order kept.
 
 Lines are read and answered a chunk at a time, so memory is bounded by the chunk, not the
-input; attention is kept only where alignments or attention maps are asked for. Batches are
-numbered across the chunks of a call (sampling seeds each batch by its number), so a call
-draws the same samples for the same input, chunk and batch size, whatever the workers.
+input; attention is kept only where alignments or attention maps are asked for. Lines are
+numbered from the start of their input (`first`: how many came before, for an input read in
+several calls), for messages and for sampling, which seeds each line by its number: a line
+draws the same samples whatever chunk, batch or worker it falls in.
 """
 
 from __future__ import annotations
@@ -34,10 +35,10 @@ log = logging.getLogger(__name__)
 # lines sorted and batched together: a bound on memory (a line keeps a kilobyte or two, its
 # attention only where asked) that leaves the batches as full and as even as one call makes
 CHUNK_LINES = 5_000
-# source ids, decode settings, the batch's number in its call, each source's constraints ->
-# each source's hypotheses
+# source ids, decode settings, each source's line number in its input, each source's
+# constraints -> each source's hypotheses
 Search = Callable[
-    [list[list[int]], DecodeConfig, int, list[Constraints | None]], list[list[Hypothesis]]
+    [list[list[int]], DecodeConfig, list[int], list[Constraints | None]], list[list[Hypothesis]]
 ]
 
 
@@ -61,27 +62,26 @@ def translate_stream(
     prefixes: Iterable[str | None] | None = None,
     chunk_lines: int | None = CHUNK_LINES,
     done: Callable[[int], None] | None = None,
+    first: int = 0,
 ) -> Iterator[Translation]:
     """Each line's Translation, in order, a chunk of `chunk_lines` lines at a time (None: all
     lines in one). `constraints` and `prefixes`: one per line (None: none), read in step
     with the lines; when they end first, a UserError names them (by their `name`, if they
     have one). `done` hears the number of sentences of each batch searched (and of each
-    chunk's blank lines), so that it counts every line."""
+    chunk's blank lines), so that it counts every line. `first`: the number of lines of the
+    same input before these (see the module's docstring)."""
     batch_size = batch_size or decode.batch_size
-    items = _in_step(lines, constraints, prefixes)
-    first, batch = 0, 0
+    items = _in_step(lines, constraints, prefixes, first)
     while chunk := list(itertools.islice(items, chunk_lines)):
-        translations, batches = _translate_chunk(
-            chunk, first, batch, tokenizer, decode, search, wanted, batch_size, workers, done
+        yield from _translate_chunk(
+            chunk, first, tokenizer, decode, search, wanted, batch_size, workers, done
         )
-        first, batch = first + len(chunk), batch + batches
-        yield from translations
+        first += len(chunk)
 
 
 def _translate_chunk(
     chunk: list[tuple[str, Any, str | None]],
     first: int,
-    first_batch: int,
     tokenizer: Tokenizer,
     decode: DecodeConfig,
     search: Search,
@@ -89,10 +89,9 @@ def _translate_chunk(
     batch_size: int,
     workers: int,
     done: Callable[[int], None] | None,
-) -> tuple[list[Translation], int]:
-    """The chunk's translations in order, and how many batches it took; `first`: the index
-    of its first line in the call (for error messages), `first_batch` its first batch's
-    number."""
+) -> list[Translation]:
+    """The chunk's translations in order; `first`: the number of its first line in the
+    input, counted from 0."""
     lines = [line for line, _, _ in chunk]
     encoded = tokenizer.src.encode([line.strip() for line in lines])
     src_ids = truncated(encoded, decode.max_src_len, first)
@@ -104,16 +103,14 @@ def _translate_chunk(
     order = sorted((i for i, ids in enumerate(src_ids) if ids), key=lambda i: len(src_ids[i]))
     batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
-    def searched(numbered: tuple[int, list[int]]) -> list[list[Hypothesis]]:
-        number, batch = numbered
-        found = search(
-            [src_ids[i] for i in batch], decode, first_batch + number, [guides[i] for i in batch]
-        )
+    def searched(batch: list[int]) -> list[list[Hypothesis]]:
+        sources, numbers = [src_ids[i] for i in batch], [first + i for i in batch]
+        found = search(sources, decode, numbers, [guides[i] for i in batch])
         if done is not None:
             done(len(batch))
         return found
 
-    found = parallel_map(searched, list(enumerate(batches)), workers)
+    found = parallel_map(searched, batches, workers)
     if done is not None and len(order) < len(chunk):
         done(len(chunk) - len(order))  # the blank lines, which need no search
     for batch, hypotheses_of in zip(batches, found, strict=True):
@@ -122,7 +119,7 @@ def _translate_chunk(
                 hypotheses, src_ids[index], guides[index], tokenizer, decode, wanted
             )
             results[index] = dataclasses.replace(results[index], nbest=candidates)
-    return results, len(batches)
+    return results
 
 
 def _candidates(
@@ -163,10 +160,14 @@ def _words_only(src_pieces: list[str], prefix: list[int]) -> list[str]:
 
 
 def _in_step(
-    lines: Iterable[str], constraints: Iterable[Any] | None, prefixes: Iterable[str | None] | None
+    lines: Iterable[str],
+    constraints: Iterable[Any] | None,
+    prefixes: Iterable[str | None] | None,
+    first: int = 0,
 ) -> Iterator[tuple[str, Any, str | None]]:
     """(line, its constraints, its prefix) for each line; a UserError when the constraints
-    or the prefixes end before the lines. Values after the last line are left unread."""
+    or the prefixes end before the lines (`first`: the number of the first line in its
+    input, counted from 0). Values after the last line are left unread."""
     if constraints is None and prefixes is None:
         yield from ((line, None, None) for line in lines)
         return
@@ -182,8 +183,8 @@ def _in_step(
             if value is missing:
                 raise UserError(
                     f"{getattr(values, 'name', name)}: it ends before the lines to translate "
-                    f"do (at line {count + 1}); give one per line (a blank one, or None, for "
-                    "none)."
+                    f"do (at line {first + count + 1}); give one per line (a blank one, or "
+                    "None, for none)."
                 )
             found.append(value)
         yield line, found[0], found[1]
@@ -197,7 +198,7 @@ def _encoded_guides(
     first: int,
 ) -> list[Constraints | None]:
     """Each line's constraints and prefix as target ids, or a ConstraintError naming the
-    sentence (`first`: the chunk's first line's index in the call)."""
+    sentence (`first`: the number of the chunk's first line in its input)."""
     if all(wanted is None and prefix is None for _, wanted, prefix in chunk):
         return [None] * len(src_ids)
     lengths = torch.tensor([len(ids) for ids in src_ids])
@@ -218,7 +219,7 @@ def _encoded_guides(
 
 def truncated(src_ids: list[list[int]], limit: int, first: int = 0) -> list[list[int]]:
     """Cuts sources at decode.max_src_len subwords, so one huge line cannot exhaust memory
-    (`first`: the index of the first line in its call, for the warning)."""
+    (`first`: the number of the first line in its input, for the warning)."""
     long = [index for index, ids in enumerate(src_ids) if len(ids) > limit]
     if not long:
         return src_ids

@@ -19,17 +19,19 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from nmt.checkpoint import checkpoint_file, load_checkpoint, restore_model, save_checkpoint
+from nmt.config import DataConfig
 from nmt.data.splits import read_pairs
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.search.constraints import Constraints
+from nmt.translate.lexical_table import BLOCK_LINKS, PiecePairs, ibm_model_1
 from nmt.translate.loading import tokenizer_towards
 
 SUFFIX = ".shortlist.pt"
@@ -116,22 +118,30 @@ def build_shortlist(
 ) -> tuple[Shortlist, Path]:
     """Learns the shortlist of `checkpoint` from the first `max_pairs` training pairs of each
     of its directions (read from `data_path` instead of its data.path, if given), in the
-    model's own pieces (a multilingual model's sources with their language tag, so the tag
-    names its language's pieces), and writes it beside the checkpoint."""
+    model's own pieces: a multilingual model's sources as it reads them, with the target
+    language's tag in front where data.tags puts it there (then the tag's own candidates
+    are its language's common pieces; under decoder_bos the sources carry no tag). It is
+    written beside the checkpoint."""
     path = checkpoint_file(checkpoint)
     _, tokenizer, config = restore_model(load_checkpoint(path), path)
     data = (
         config.data if data_path is None else dataclasses.replace(config.data, path=str(data_path))
     )
-    pairs = []
-    for source, target in data.pairs:
-        towards = tokenizer_towards(tokenizer, data.target_languages, target)
-        text = list(itertools.islice(read_pairs(data.direction(source, target)), max_pairs))
-        sources = towards.src.encode([src for src, _ in text])
-        targets = towards.tgt.encode([tgt for _, tgt in text])
-        pairs.extend(zip(sources, targets, strict=True))
+    pairs = _encoded_pairs(data, tokenizer, max_pairs)
     shortlist = learn_shortlist(pairs, tokenizer.src.size, tokenizer.tgt.size, depth, frequent)
     return shortlist, shortlist.save(path)
+
+
+def _encoded_pairs(
+    data: DataConfig, tokenizer: Tokenizer, max_pairs: int, chunk: int = 10_000
+) -> Iterator[tuple[list[int], list[int]]]:
+    """The first `max_pairs` pairs of each direction as piece ids, encoded a chunk at a time."""
+    for source, target in data.pairs:
+        towards = tokenizer_towards(tokenizer, data.target_languages, target)
+        text = itertools.islice(read_pairs(data.direction(source, target)), max_pairs)
+        while pairs := list(itertools.islice(text, chunk)):
+            sources = towards.src.encode([src for src, _ in pairs])
+            yield from zip(sources, towards.tgt.encode([tgt for _, tgt in pairs]), strict=True)
 
 
 def translation_shortlist(
@@ -163,55 +173,23 @@ def learn_shortlist(
     depth: int = 100,
     frequent: int = 100,
     iterations: int = 5,
+    block_links: int = BLOCK_LINKS,
 ) -> Shortlist:
-    """IBM Model 1's p(t | s) by `iterations` rounds of EM over the pairs of piece ids (each
-    target piece aligned to one of its sentence's source pieces), then each source piece's
-    `depth` most likely target pieces, and the `frequent` most frequent target pieces."""
-    links = _links(pairs)
-    if links is None:
+    """IBM Model 1's p(t | s) by `iterations` rounds of EM over the pairs of piece ids
+    (nmt/translate/lexical_table.py, `block_links` links at a time), then each source
+    piece's `depth` most likely target pieces, and the `frequent` most frequent target
+    pieces."""
+    corpus = PiecePairs.of(pairs)
+    if not len(corpus):
         raise UserError("the training data has no pair with both sides non-empty.")
-    sources, targets, slots, target_counts = links
-    keys, inverse = torch.unique(sources * target_size + targets, return_inverse=True)
-    key_source = keys // target_size
-    table = torch.ones(keys.numel(), dtype=torch.float64)
-    for _ in range(iterations):
-        weights = table[inverse]
-        per_slot = torch.zeros(int(slots.max()) + 1, dtype=torch.float64)
-        posterior = weights / per_slot.index_add_(0, slots, weights)[slots]
-        counts = torch.zeros_like(table).index_add_(0, inverse, posterior)
-        totals = torch.zeros(source_size, dtype=torch.float64).index_add_(0, key_source, counts)
-        table = counts / totals[key_source]
+    keys, table = ibm_model_1(corpus, source_size, target_size, iterations, block_links)
+    counts = torch.bincount(corpus.tgt.long(), minlength=target_size)
+    most = counts.argsort(descending=True, stable=True)[:frequent]
     return Shortlist(
         _best_per_source(keys, table, source_size, target_size, depth),
-        target_counts.argsort(descending=True, stable=True)[:frequent],
+        most[counts[most] > 0],
         target_size,
     )
-
-
-def _links(
-    pairs: Iterable[tuple[Sequence[int], Sequence[int]]],
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor] | None:
-    """Every (source piece, target piece) of every pair, with the number of the target
-    position each belongs to (its EM normalises over its sentence's source pieces), and how
-    often each target piece occurs."""
-    sources, targets, slots, counts = [], [], [], {}
-    slot = 0
-    for src, tgt in pairs:
-        if not src or not tgt:
-            continue
-        src_row = torch.tensor(src, dtype=torch.long)
-        tgt_row = torch.tensor(tgt, dtype=torch.long)
-        sources.append(src_row.repeat(len(tgt)))
-        targets.append(tgt_row.repeat_interleave(len(src)))
-        slots.append(torch.arange(slot, slot + len(tgt)).repeat_interleave(len(src)))
-        slot += len(tgt)
-        for piece in tgt:
-            counts[piece] = counts.get(piece, 0) + 1
-    if not sources:
-        return None
-    target_counts = torch.zeros(max(counts) + 1, dtype=torch.long)
-    target_counts[torch.tensor(list(counts))] = torch.tensor(list(counts.values()))
-    return torch.cat(sources), torch.cat(targets), torch.cat(slots), target_counts
 
 
 def _best_per_source(

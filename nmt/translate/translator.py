@@ -8,7 +8,6 @@ What it answers is in results.py, how checkpoints load in loading.py, the line p
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
@@ -68,9 +67,15 @@ class Translator:
         self.decode = decode or config.decode
         self.device = device or next(model.parameters()).device
         self.workers = workers
-        self._calls = itertools.count()  # numbers the calls, for the sampling seeds
         self.tgt_lang = tgt_lang
         self.shortlist = shortlist  # what decode.shortlist K > 0 draws on
+        config.check_decode(self.decode)
+        if self.decode.shortlist and shortlist is None:
+            raise UserError(
+                f"decode.shortlist {self.decode.shortlist} needs the checkpoint's shortlist: "
+                "Translator.load(checkpoint, shortlist=K) loads it (after `nmt shortlist`), or "
+                "pass shortlist=0."
+            )
         if tgt_lang is not None:
             self.towards(tgt_lang)  # an unknown language fails here, not at the first call
 
@@ -170,25 +175,29 @@ class Translator:
         tgt_lang: str | None = None,
         chunk: int | None = CHUNK_LINES,
         done: Callable[[int], None] | None = None,
+        first: int = 0,
     ) -> Iterator[Translation]:
         """Each line's Translation in input order, `chunk` lines at a time (None: all at
         once), so memory stays bounded whatever the input's length. Options not given are
         the translator's decode settings; `alignments` and `attention` add each candidate's
         word alignment and attention map (only then is attention kept). `constraints` and
         `prefix`: one per line, read in step with the lines. `tgt_lang`: the language to
-        write (see `target_languages`). `done(n)` hears of each batch of n sentences."""
+        write (see `target_languages`). `done(n)` hears of each batch of n sentences.
+        `first`: how many lines of the same input earlier calls took (an input read in
+        parts), counted in line numbers and in sampling seeds: sampling seeds each line by
+        decode.seed and its number, so the same seed and input draw the same samples."""
         options = dict(beam=beam, alpha=alpha, nbest=nbest, sample=sample, max_src_len=max_src_len)
         options.update(no_repeat_ngram=no_repeat_ngram, coverage_penalty=coverage_penalty)
         decode = decode_settings(self.decode, options)
-        tokenizer, call = self.towards(tgt_lang), next(self._calls)
+        tokenizer = self.towards(tgt_lang)
 
-        def search(src_ids, settings, batch, guides):
+        def search(src_ids, settings, lines, guides):
             return search_batch(
                 self.model,
                 tokenizer,
                 src_ids,
                 settings,
-                (call, batch),
+                lines,
                 guides,
                 attention=alignments or attention,
                 shortlist=self.shortlist,
@@ -206,6 +215,7 @@ class Translator:
             prefix,
             chunk,
             done,
+            first,
         )
 
     def score(

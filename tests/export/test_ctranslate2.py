@@ -381,3 +381,11 @@ def test_the_shortlist_exports_as_the_vocabulary_map_ctranslate2_decodes_with(
     assert changed
     with pytest.raises(UserError, match="no vocabulary map"):
         load_ctranslate2_translator(plain, shortlist=2)
+    # the map holds K = 2: another K is refused, not ignored; 0 decodes without it
+    for other in (1, 50):
+        with pytest.raises(UserError, match="exported with the shortlist's 2 best pieces"):
+            load_ctranslate2_translator(directory, shortlist=other)
+    without = load_ctranslate2_translator(directory, beam=2, shortlist=0)
+    assert [t.text for t in without.translate(lines)] == [
+        t.text for t in unrestricted.translate(lines)
+    ]

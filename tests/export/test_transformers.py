@@ -94,27 +94,51 @@ def test_teacher_forced_log_probabilities_equal_transformers(marian, corpus_dir)
     assert (ours - theirs)[real].abs().max() < 1e-4
 
 
+@pytest.fixture(scope="module")
+def pad_loving_marian(tmp_path_factory, corpus_dir):
+    """A Marian model whose most likely piece is often <pad>, which its generation config
+    bans: (our imported checkpoint, their model, their tokenizer)."""
+    root = tmp_path_factory.mktemp("pad-loving")
+    directory = write_marian_model(root / "opus-mt-en-de", corpus_dir, seed=1, pad_bias=4.0)
+    checkpoint = import_marian(str(directory), root / "imported.pt")
+    model = transformers.MarianMTModel.from_pretrained(directory).eval()
+    return checkpoint, model, transformers.MarianTokenizer.from_pretrained(directory)
+
+
 @pytest.mark.parametrize("beam", [1, 4])
-def test_search_writes_what_generate_writes(marian, corpus_dir, beam):
+@pytest.mark.parametrize("model", ["marian", "pad_loving_marian"])
+def test_search_writes_what_generate_writes(request, corpus_dir, model, beam):
     """Greedy, and beam 4 with no length penalty on either side (alpha 0, length_penalty 0:
-    both rank by the log-probability), each sentence to our length limit."""
-    directory, checkpoint, their_model, their_tokenizer = marian
+    both rank by the log-probability), under the model's own generation config (OPUS-MT's:
+    <pad> banned, which our search never writes either). Each sentence goes to our length
+    limit, where generate's forced_eos_token_id ends a translation with eos and ours ends
+    without it (ended: false): there the tokens before the last are compared."""
+    *_, checkpoint, their_model, their_tokenizer = request.getfixturevalue(model)
     translator = Translator.load(checkpoint)
     config = load_checkpoint(checkpoint)["config"]["decode"]
+    pad_id, eos_id = their_model.config.pad_token_id, their_model.config.eos_token_id
+    unbanned = []
     for line in sentences(corpus_dir):
-        found = translator.translate(line, beam=beam, alpha=0.0)
-        limit = math.ceil(len(found.src_ids) * config["max_len_ratio"]) + config["max_len_extra"]
-        generated = their_model.generate(
-            **their_tokenizer(line, return_tensors="pt"),
-            num_beams=beam,
-            length_penalty=0.0,
-            max_new_tokens=limit,
-            do_sample=False,
-            forced_eos_token_id=None,  # ours stops at the limit without eos
-        )[0].tolist()[1:]
-        if generated and generated[-1] == their_model.config.eos_token_id:
-            generated = generated[:-1]
-        assert found.nbest[0].hypothesis.tokens == generated, line
+        found = translator.translate(line, beam=beam, alpha=0.0).nbest[0].hypothesis
+        limit = math.ceil(len(found_src(translator, line)) * config["max_len_ratio"])
+        limit += config["max_len_extra"]
+        inputs = their_tokenizer(line, return_tensors="pt")
+        options = dict(num_beams=beam, length_penalty=0.0, max_new_tokens=limit, do_sample=False)
+        generated = their_model.generate(**inputs, **options)[0].tolist()[1:]
+        unbanned.append(their_model.generate(**inputs, **options, bad_words_ids=None)[0])
+        assert pad_id not in found.tokens, line
+        if found.ended:
+            assert generated == [*found.tokens, eos_id], line
+        else:
+            assert len(found.tokens) == limit and generated[-1] == eos_id, line
+            if beam == 1:
+                assert generated[:-1] == found.tokens[:-1], line
+    if model == "pad_loving_marian":  # what the ban kept out
+        assert any(pad_id in ids[1:].tolist() for ids in unbanned)
+
+
+def found_src(translator, line):
+    return translator.tokenizer.src.encode([line])[0]
 
 
 def test_every_command_takes_an_imported_model(marian, corpus_dir, tmp_path):
@@ -343,8 +367,13 @@ def test_what_transformers_cannot_compute_is_refused_with_the_reason(
     with pytest.raises(UserError, match="target-language tags"):
         export_transformers(checkpoint, tmp_path / "out")
     rnn = write_checkpoint(tmp_path / "rnn.pt", tiny_experiment(corpus_dir), tokenizer)
-    with pytest.raises(UserError, match="RNN model"):
-        export_transformers(rnn, tmp_path / "out")
+    args = ["export", "--format", "transformers", "--checkpoint", str(rnn)]
+    result = runner.invoke(app, [*args, "--output", str(tmp_path / "out")])
+    # what CTranslate2 cannot run either is not sent there
+    assert result.exit_code == 2 and "RNN model" in result.output, result.output
+    assert "transformers (Marian, Pegasus) runs Transformers only" in result.output
+    assert "Neither can CTranslate2 run it" in result.output
+    assert "--format ctranslate2" not in result.output
     assert not (tmp_path / "out").exists()
 
 

@@ -64,7 +64,7 @@ def test_no_search_repeats_an_ngram_and_beam_1_is_still_greedy(looping_model, n)
         EOS,
         limits,
         2,
-        generator=torch.Generator().manual_seed(0),
+        seeds=range(len(src)),
         no_repeat_ngram=n,
     )
     for hypothesis in itertools.chain(greedy, *beam, *drawn):

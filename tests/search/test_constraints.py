@@ -139,9 +139,7 @@ def test_a_prefix_starts_the_output_and_the_scores_stay_the_models(tiny_config, 
     run = {
         "greedy": lambda c: [[h] for h in greedy_search(model, *common, constraints=c)],
         "beam": lambda c: beam_search(model, *common, 3, 0.6, nbest=2, constraints=c),
-        "sample": lambda c: sample_search(
-            model, *common, 2, generator=torch.Generator().manual_seed(1), constraints=c
-        ),
+        "sample": lambda c: sample_search(model, *common, 2, seeds=[1] * len(src), constraints=c),
     }[search]
     common = (src, lengths, BOS, EOS, limits)
     found = run(constraints)

@@ -98,10 +98,8 @@ def test_sampling_is_reproducible_and_top_k_1_is_greedy(tiny_config):
     limits = torch.tensor([8, 5, 10])
 
     def draw(seed, **options):
-        generator = torch.Generator().manual_seed(seed)
-        return sample_search(
-            model, src, lengths, BOS, EOS, limits, 2, generator=generator, **options
-        )
+        seeds = [seed, seed + 10, seed + 20]
+        return sample_search(model, src, lengths, BOS, EOS, limits, 2, seeds=seeds, **options)
 
     first, again, other = draw(1), draw(1), draw(2)
     tokens = [[h.tokens for h in group] for group in first]

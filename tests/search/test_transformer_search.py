@@ -71,8 +71,7 @@ def test_beam_of_one_and_top_1_sampling_are_greedy(tiny_config):
     src, lengths, limits = sources()
     greedy = greedy_search(model, src, lengths, BOS, EOS, limits)
     beam = beam_search(model, src, lengths, BOS, EOS, limits, beam=1, alpha=0.6)
-    generator = torch.Generator().manual_seed(0)
-    samples = sample_search(model, src, lengths, BOS, EOS, limits, 2, top_k=1, generator=generator)
+    samples = sample_search(model, src, lengths, BOS, EOS, limits, 2, top_k=1, seeds=[0] * len(src))
     assert len({len(h.tokens) for h in greedy}) >= 2
     for expected, (found,), drawn in zip(greedy, beam, samples, strict=True):
         assert found.tokens == expected.tokens and torch.equal(found.attention, expected.attention)

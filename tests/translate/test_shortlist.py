@@ -126,6 +126,5 @@ def test_a_shortlist_of_every_piece_translates_as_none_does(checkpoint, quantize
 def test_a_translator_given_decode_shortlist_without_its_shortlist_says_how_to_load_one(
     corpus_dir, tokenizer
 ):
-    translator = make_translator(tiny_experiment(corpus_dir), tokenizer, shortlist=3)
     with pytest.raises(UserError, match=r"Translator.load\(checkpoint, shortlist=K\)"):
-        translator.translate("the dog")
+        make_translator(tiny_experiment(corpus_dir), tokenizer, shortlist=3)

@@ -95,25 +95,38 @@ def test_batches_side_by_side_translate_as_one_after_another(
     assert sum(bool(c) for c in alone) == len(SENTENCES) - 1  # one blank line
 
 
-def test_sampling_draws_per_batch_whatever_the_workers(tiny_config, tokenizer, one_thread):
-    def draws(workers):
-        translator = make_translator(tiny_config, tokenizer, batch_size=4, sample=True, nbest=2)
-        translator.workers = workers
-        first, again = (translator.translate(SENTENCES) for _ in range(2))
-        return [[c.text for c in t.nbest] for t in first + again]
+def test_sampling_draws_per_line_whatever_the_batches_workers_and_calls(
+    tiny_config, tokenizer, one_thread
+):
+    """Each line draws from a generator seeded by decode.seed and its number in the input:
+    batches, workers, chunks and a split into calls (`first`) change nothing."""
 
-    one, three = draws(1), draws(3)
-    assert one == three
-    assert one[: len(SENTENCES)] != one[len(SENTENCES) :]  # a second call draws afresh
+    def draws(workers=1, batch_size=4, seed=0, split=None):
+        translator = make_translator(
+            tiny_config, tokenizer, batch_size=batch_size, sample=True, nbest=2, seed=seed
+        )
+        translator.workers = workers
+        if split is None:
+            found = translator.translate(SENTENCES)
+        else:
+            found = [
+                *translator.stream(SENTENCES[:split], chunk=3),
+                *translator.stream(SENTENCES[split:], chunk=5, first=split),
+            ]
+        return [[c.text for c in t.nbest] for t in found]
+
+    one = draws()
+    assert one == draws(workers=3) == draws(batch_size=7) == draws(split=10) == draws()
+    assert one != draws(seed=1)  # another seed draws afresh
 
 
 def test_a_failing_batch_fails_the_call(tiny_config, tokenizer, monkeypatch):
     translator = make_translator(tiny_config, tokenizer, batch_size=4)
     translator.workers = 2
 
-    def broken(model, tokenizer, src_ids, decode, draw, constraints, **options):
-        raise RuntimeError(f"batch {draw[1]}")
+    def broken(model, tokenizer, src_ids, decode, lines, constraints, **options):
+        raise RuntimeError(f"the batch of lines {lines}")
 
     monkeypatch.setattr(translator_module, "search_batch", broken)
-    with pytest.raises(RuntimeError, match="batch 0"):
+    with pytest.raises(RuntimeError, match="the batch of lines"):
         translator.translate(SENTENCES)

@@ -1,0 +1,161 @@
+"""Files a command writes: never over one of its own inputs, never half-written.
+
+A command that reads `f` and writes `f` would truncate its input before reading it, so an
+output that is the same file as an input (the same inode, or a path that resolves to it) is
+refused before anything is opened for writing. Output goes to a temporary file beside its
+destination, renamed over it only once complete: a crash, an error or Ctrl-C midway leaves
+the file that stood there before (or none), never a torn one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TextIO
+
+from nmt.errors import UserError
+
+TEMPORARY_SUFFIX = ".tmp"  # a write killed midway leaves .NAME.XXXX.tmp
+
+# (the option that names a file, the file it reads; None: not given)
+Inputs = Iterable[tuple[str, "Path | str | None"]]
+
+
+def check_output(
+    output: Path, option: str, inputs: Inputs | None = None, stdin: bool = False
+) -> None:
+    """A UserError unless `output` (given as `option`) can be written: its directory exists,
+    it is no directory itself, and it is none of `inputs` (nor standard input, with
+    `stdin`, where stdin is a file)."""
+    if output.is_dir():
+        raise UserError(f"{option} {output} is a directory; give the path of a file to write.")
+    if not output.parent.is_dir():
+        raise UserError(
+            f"{option} {output}: directory {output.parent} does not exist. Create it first."
+        )
+    for name, path in inputs or ():
+        if path is not None and same_file(output, Path(path)):
+            raise UserError(
+                f"{option} {output} is the file {name} reads ({path}): writing it would "
+                "destroy the input before it is read. Write to another file (and move it "
+                "afterwards, if you want it there)."
+            )
+    if stdin and _is_stdin(output):
+        raise UserError(
+            f"{option} {output} is the file standard input reads: writing it would destroy the "
+            "input before it is read. Write to another file (and move it afterwards)."
+        )
+
+
+def same_file(first: Path, second: Path) -> bool:
+    """Whether the two paths name one file: the same inode where both exist, else the same
+    resolved path (a link to a file yet to be written)."""
+    try:
+        return os.path.samefile(first, second)
+    except OSError:
+        return first.resolve() == second.resolve()
+
+
+def _is_stdin(output: Path) -> bool:
+    try:
+        given, read = os.stat(output), os.fstat(sys.stdin.fileno())
+    except (OSError, ValueError, AttributeError):  # no such file, or stdin is no descriptor
+        return False
+    return stat.S_ISREG(read.st_mode) and (given.st_dev, given.st_ino) == (read.st_dev, read.st_ino)
+
+
+@contextlib.contextmanager
+def replacing(path: Path, option: str = "--output") -> Iterator[TextIO]:
+    """A text handle whose lines replace `path` when the block ends without an error; until
+    then they go to a temporary file beside it, removed if the block fails. A path that is
+    not a regular file (/dev/null, a named pipe) is written directly, as it is no file to
+    replace."""
+    if path.exists() and not path.is_file():
+        with _opened(path, option) as handle:
+            yield handle
+        return
+    handle = _temporary(path, option)
+    try:
+        with handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        _keep_mode(path, Path(handle.name))
+        os.replace(handle.name, path)
+    except OSError as error:
+        Path(handle.name).unlink(missing_ok=True)
+        raise _unwritable(path, option, error) from None
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+
+
+def write_atomically(path: Path, data: bytes | memoryview) -> None:
+    """Replaces `path` by `data` through a temporary file, fsync and rename, so a reader (or
+    a crash) sees the old file or the new one, never a torn one; OSError as the OS says."""
+    handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, renamed only if complete
+        dir=path.parent, prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX, delete=False
+    )
+    try:
+        with handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def _temporary(path: Path, option: str) -> TextIO:
+    try:
+        return tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed by replacing()
+            "w",
+            encoding="utf-8",
+            dir=path.parent,
+            prefix=f".{path.name}.",
+            suffix=TEMPORARY_SUFFIX,
+            delete=False,
+        )
+    except OSError as error:
+        raise _unwritable(path, option, error) from None
+
+
+@contextlib.contextmanager
+def _opened(path: Path, option: str) -> Iterator[TextIO]:
+    try:
+        handle = path.open("w", encoding="utf-8")
+    except OSError as error:
+        raise _unwritable(path, option, error) from None
+    with handle:
+        yield handle
+
+
+def _keep_mode(path: Path, temporary: Path) -> None:
+    """The new file gets the old one's permissions, or a new file's (the umask's), where
+    the temporary file has only its owner's."""
+    if path.exists():
+        mode = stat.S_IMODE(path.stat().st_mode)
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    os.chmod(temporary, mode)
+
+
+def _unwritable(path: Path, option: str, error: OSError) -> UserError:
+    return UserError(
+        f"cannot write {option} {path}: {error.strerror or error}. Nothing was written there "
+        "(a file that stood there before is unchanged); free disk space or make the "
+        "directory writable, then run the command again."
+    )
