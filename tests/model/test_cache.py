@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from nmt.model.attention import Memory
-from nmt.model.cache import BLOCK, KeyValueCache
+from nmt.model.cache import BLOCK, KeyValueCache, SpentCacheError
 
 HEADS, HEAD_DIM = 2, 3
 
@@ -48,3 +48,25 @@ def test_a_reordered_cache_holds_the_rows_it_was_given_and_grows_on_from_them(ro
     again = cache.select(back).memory()
     assert torch.equal(again.keys, expected_keys[back])
     assert torch.equal(again.values, expected_values[back])
+
+
+def test_reorders_take_turns_in_two_buffers_and_a_spent_cache_refuses_use():
+    """After the first reorder no step allocates: each reorder gathers into the buffer the
+    previous one left, and the cache handed on is the only one that may be used."""
+    whole = positions(4, 3, seed=3)
+    cache = KeyValueCache.empty(4, HEADS, HEAD_DIM, whole.keys)
+    cache = cache.appended(Memory(whole.keys[:, :, :1], whole.values[:, :, :1], None))
+    seen = []
+    for t in range(1, 3):
+        spent = cache
+        cache = cache.select(torch.tensor([3, 1, 0, 2]))
+        for use in (spent.memory, lambda: spent.select(torch.tensor([0])), spent.appended):
+            with pytest.raises(SpentCacheError, match="a cache is used once"):
+                use(*([whole] if use == spent.appended else []))
+        cache = cache.appended(
+            Memory(whole.keys[:, :, t : t + 1], whole.values[:, :, t : t + 1], None)
+        )
+        seen.append(cache.buffer.data_ptr())
+    first = cache.select(torch.tensor([0, 1]))
+    seen.append(first.buffer.data_ptr())
+    assert seen[0] != seen[1] and seen[2] == seen[0]  # two buffers, taking turns

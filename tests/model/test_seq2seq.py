@@ -100,9 +100,9 @@ def test_step_by_step_decoding_equals_teacher_forcing(variant_config):
 def test_state_select_reorders_rows(variant_config):
     model = tiny_model(variant_config).eval()
     src, lengths = batch([6, 4])
-    state = model.init_state(model.encode(src, lengths))
     prev = torch.tensor([5, 7])
-    logits, _, _ = model.step(state, prev)
+    logits, _, _ = model.step(model.init_state(model.encode(src, lengths)), prev)
+    state = model.init_state(model.encode(src, lengths))  # a state is stepped once
     swapped, _, _ = model.step(state.select(torch.tensor([1, 0])), prev.flip(0))
     assert torch.allclose(swapped, logits.flip(0), atol=1e-6)
 

@@ -126,14 +126,31 @@ def test_attention_is_kept_only_where_asked_and_then_in_its_own_tensor(tiny_conf
             assert weights.untyped_storage().nbytes() == weights.numel() * weights.element_size()
 
 
-def test_side_files_must_have_as_many_lines_as_the_input(tiny_config, tokenizer, tmp_path):
+class PipeReads(InputLines):
+    """Lines as a pipe delivers them: a group per read, here the given `reads`."""
+
+    def __init__(self, reads: list[list[str]]):
+        self.reads, self.regular, self.total = reads, False, None
+
+    def groups(self):
+        yield from self.reads
+
+
+@pytest.mark.parametrize("reads", [[LINES], [LINES[:1], LINES[1:2], LINES[2:]]])
+def test_side_files_must_have_as_many_lines_as_the_input(tiny_config, tokenizer, tmp_path, reads):
+    """The missing line is named by its number in the whole input, however many reads of a
+    pipe brought the lines."""
     translator = make_translator(tiny_config, tokenizer, beam=2)
-    (tmp_path / "short").write_text("der\n")
+    (tmp_path / "short").write_text("der\n\n")
     (tmp_path / "long").write_text("der\n\n\n\n\n")
     for name, message in (
-        ("short", r"--prefix .*short \(1 lines\): it ends before"),
+        (
+            "short",
+            r"--prefix .*short \(2 lines\): it ends before the lines to translate do \(at "
+            r"line 3\)",
+        ),  # fmt: skip
         ("long", r"--prefix .*long has more lines than the input's 4"),
     ):
         prefixes = FileLines("--prefix", tmp_path / name, lambda line, _: line.strip() or None)
         with pytest.raises(UserError, match=message):
-            write_translations(translator, lines_of(LINES), io.StringIO(), prefixes=prefixes)
+            write_translations(translator, PipeReads(reads), io.StringIO(), prefixes=prefixes)
