@@ -60,9 +60,10 @@ def test_reorders_take_turns_in_two_buffers_and_a_spent_cache_refuses_use():
     for t in range(1, 3):
         spent = cache
         cache = cache.select(torch.tensor([3, 1, 0, 2]))
-        for use in (spent.memory, lambda: spent.select(torch.tensor([0])), spent.appended):
-            with pytest.raises(SpentCacheError, match="a cache is used once"):
-                use(*([whole] if use == spent.appended else []))
+        with pytest.raises(SpentCacheError, match="a cache is used once"):
+            spent.memory()
+        with pytest.raises(SpentCacheError, match="a cache is used once"):
+            spent.select(torch.tensor([0]))
         cache = cache.appended(
             Memory(whole.keys[:, :, t : t + 1], whole.values[:, :, t : t + 1], None)
         )
