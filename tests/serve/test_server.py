@@ -384,17 +384,25 @@ def test_served_models_translate_with_their_shortlist(checkpoints, tmp_path):
     assert set(found.nbest[0].hypothesis.tokens) <= set(allowed.tolist())
 
 
-def test_the_commands_decode_options_reach_the_server(monkeypatch, checkpoints):
-    from typer.testing import CliRunner
-
-    from nmt.cli import app
-
-    called = {}
-    monkeypatch.setattr("nmt.serve.server.serve", lambda *args: called.update(args=args))
-    options = ["--max-src-len", "7", "--no-repeat-ngram", "3", "--coverage-penalty", "0.2"]
-    result = CliRunner().invoke(app, ["serve", "--checkpoint", str(checkpoints["demo"]), *options])
-    assert result.exit_code == 0, result.output
-    assert called["args"][-1] == {"max_src_len": 7, "no_repeat_ngram": 3, "coverage_penalty": 0.2}
+def test_the_commands_decode_options_reach_the_server(checkpoints, tmp_path):
+    """Requests to `nmt serve --max-src-len 7 --no-repeat-ngram 2 --coverage-penalty 0.2`
+    are answered as nmt translate answers with those options, greedy ones included."""
+    options = ["--max-src-len", "7", "--no-repeat-ngram", "2", "--coverage-penalty", "0.2"]
+    settings = dict(max_src_len=7, no_repeat_ngram=2, coverage_penalty=0.2)
+    translator = Translator.load(checkpoints["demo"], workers=1, **settings)
+    with running_server(tmp_path / "log", "--checkpoint", checkpoints["demo"], *options) as s:
+        for request in ({"beam": 1}, {}, {"beam": 3, "n_best": 2}):
+            items = [{"src": line, "id": "demo", **request} for line in SENTENCES[:3]]
+            status, answer = s.translate(items)
+            assert status == 200, answer
+            decode = {"beam": request.get("beam"), "nbest": request.get("n_best")}
+            found = translator.translate(SENTENCES[:3], **decode)
+            ranks = range(request.get("n_best", 1))  # OpenNMT-py's layout: a list per rank
+            assert [[a["tgt"] for a in group] for group in answer] == [
+                [t.nbest[rank].text for t in found] for rank in ranks
+            ]
+            assert all(len(t.src_ids) <= 7 for t in found)
+        assert s.stop() == 0
 
 
 def test_an_empty_list_gets_an_empty_answer(server):

@@ -154,3 +154,13 @@ def test_side_files_must_have_as_many_lines_as_the_input(tiny_config, tokenizer,
         prefixes = FileLines("--prefix", tmp_path / name, lambda line, _: line.strip() or None)
         with pytest.raises(UserError, match=message):
             write_translations(translator, PipeReads(reads), io.StringIO(), prefixes=prefixes)
+
+
+def test_samples_do_not_depend_on_how_a_pipe_delivers_the_lines(tiny_config, tokenizer):
+    translator = make_translator(tiny_config, tokenizer, sample=True, nbest=2, seed=3)
+    written = []
+    for source in (lines_of(SENTENCES), PipeReads([SENTENCES[:1], SENTENCES[1:4], SENTENCES[4:]])):
+        sink = io.StringIO()
+        write_translations(translator, source, sink)
+        written.append(sink.getvalue())
+    assert written[0] == written[1]
