@@ -124,8 +124,14 @@ def checkpoint_split(
     return load_split(config.data.direction(*(direction or config.data.pairs[0])), split)
 
 
-def read_test_set(src: Path, ref: Path) -> ParallelText:
-    """A test set of one's own: source sentences and their reference translations, one a line."""
+def read_test_set(src: PathLike | None, ref: PathLike | None) -> ParallelText | None:
+    """A test set of one's own: source sentences and their reference translations, one a
+    line (None: neither given, the checkpoint's own split is scored)."""
+    if (src is None) != (ref is None):
+        raise UserError("src and ref go together: a test set of your own needs both files.")
+    if src is None:
+        return None
+    src, ref = Path(src), Path(ref)
     sources, references = _aligned("--src", src, ref)
     return ParallelText(sources, references, f"{src} / {ref.name}", (src, ref))
 
@@ -184,9 +190,7 @@ def evaluate_run(
     later systems can be tested against them (`nmt eval --hyp A --hyp B`). `decode`
     (beam=1, alpha=1.0, batch_size=32, ...) replaces their decode settings."""
     paths = [checkpoints] if isinstance(checkpoints, (str, os.PathLike)) else list(checkpoints)
-    if (src is None) != (ref is None):
-        raise UserError("src and ref go together: a test set of your own needs both files.")
-    test_set = read_test_set(Path(src), Path(ref)) if src is not None else None
+    test_set = read_test_set(src, ref)
     return score_checkpoints(
         paths, test_set, split, overrides, ensemble, workers, tgt_lang, output, **decode
     )
@@ -221,12 +225,33 @@ def score_checkpoints(
             f"--output {output} keeps one system's translations, but {len(checkpoints)} "
             "checkpoints are compared: add --ensemble, or score them one at a time."
         )
+    names, translators = load_systems(checkpoints, ensemble, workers, **decode_overrides)
+    return score_systems(names, translators, test_set, split, overrides, tgt_lang, output)
+
+
+def load_systems(
+    checkpoints: Sequence[Path], ensemble: bool, workers: int | None, **decode_overrides: Any
+) -> tuple[list[str], list[Translator]]:
+    """Each system's name and Translator: each checkpoint, or all as one ensemble."""
     # Only the best translation is scored: an n-best list would cost time, and with nbest
     # above the beam size the checkpoint's decode section would refuse e.g. beam=1.
     decode_overrides = {"nbest": 1, **decode_overrides}
     systems = [list(checkpoints)] if ensemble else [[path] for path in checkpoints]
     names = [str(paths[0]) for paths in systems]
     translators = [Translator.load(paths, workers=workers, **decode_overrides) for paths in systems]
+    return names, translators
+
+
+def score_systems(
+    names: list[str],
+    translators: list[Translator],
+    test_set: ParallelText | None = None,
+    split: str = "test",
+    overrides: Sequence[str] = (),
+    tgt_lang: str | None = None,
+    output: PathLike | None = None,
+) -> Scores | Comparison | ByDirection:
+    """The systems' scores, as score_checkpoints describes them, with translators loaded."""
     if test_set is not None:
         return _scored(names, translators, lambda _: test_set, split, tgt_lang, output)
     pairs = translators[0].config.data.pairs

@@ -8,6 +8,7 @@ What it answers is in results.py, how checkpoints load in loading.py, the line p
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
@@ -115,6 +116,14 @@ class Translator:
             first = checkpoint_paths(checkpoints)[0]
             shortlist = translation_shortlist(first, model, tokenizer, settings.shortlist)
         return cls(model, tokenizer, config, settings, device, workers, tgt_lang, shortlist)
+
+    def with_decode(self, **options: Any) -> Translator:
+        """This translator, its model shared (loaded once), with decode settings replaced
+        (beam=10, alpha=1.0, ...), checked as Translator.load checks them."""
+        tuned = copy.copy(self)
+        tuned.decode = decode_settings(self.decode, options)
+        self.config.check_decode(tuned.decode)
+        return tuned
 
     @property
     def source_languages(self) -> list[str]:
