@@ -107,6 +107,25 @@ def create_app(
         docs_url=None,
         redoc_url=None,
     )
+    _answer_errors(app)
+    _serve_api(app, models, limits, batcher)
+    _serve_page(app)
+    app.add_middleware(BodyGuard, limit=limits.max_body_bytes)
+    if api_key:
+        app.add_middleware(ApiKeyGuard, api_key=api_key)  # added last: runs first
+        build = app.openapi
+
+        def openapi() -> dict:
+            if app.openapi_schema is None:  # build() keeps what it builds there
+                declare_bearer(build())
+            return app.openapi_schema
+
+        app.openapi = openapi
+    return app
+
+
+def _answer_errors(app: FastAPI) -> None:
+    """A 404, a 405 and a request that fails validation answer with what to do instead."""
 
     @app.exception_handler(StarletteHTTPException)
     async def refused(request: Request, error: StarletteHTTPException) -> JSONResponse:
@@ -122,6 +141,12 @@ def create_app(
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, error: RequestValidationError) -> JSONResponse:
         return _AsciiJSONResponse({"detail": jsonable_encoder(error_details(error.errors()))}, 422)
+
+
+def _serve_api(
+    app: FastAPI, models: dict[str, ServedModel], limits: Limits, batcher: MicroBatcher
+) -> None:
+    """The routes under /translator: OpenNMT-py's translate and models, limits and health."""
 
     @app.post(
         "/translator/translate",
@@ -168,6 +193,10 @@ def create_app(
         """Always public, for load balancers and the test fixtures."""
         return {"status": "ok"}
 
+
+def _serve_page(app: FastAPI) -> None:
+    """The page at /, the API's docs at /docs, and their files."""
+
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", headers=PAGE_HEADERS)
@@ -185,18 +214,6 @@ def create_app(
 
     app.mount("/static/docs", StaticFiles(directory=SWAGGER_UI), name="swagger-ui")
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    app.add_middleware(BodyGuard, limit=limits.max_body_bytes)
-    if api_key:
-        app.add_middleware(ApiKeyGuard, api_key=api_key)  # added last: runs first
-        build = app.openapi
-
-        def openapi() -> dict:
-            if app.openapi_schema is None:  # build() keeps what it builds there
-                declare_bearer(build())
-            return app.openapi_schema
-
-        app.openapi = openapi
-    return app
 
 
 def _plan(
