@@ -8,11 +8,27 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, Literal, TextIO
+from typing import Annotated, Any, BinaryIO, TextIO
 
 import typer
 
 from nmt.cli.common import checkpoint_inputs, guarded, output_stream
+from nmt.cli.decoding_options import (
+    AlignmentsOption,
+    AmendOption,
+    AttentionLayerOption,
+    AttentionPlotsOption,
+    ConstraintsOption,
+    EngineOption,
+    EnsembleOption,
+    HypOption,
+    InputOption,
+    KeptOutputOption,
+    ModelDirOption,
+    PrefixOption,
+    SplitOption,
+    TranslationsOutputOption,
+)
 from nmt.cli.options import (
     JsonOption,
     QuantizeOption,
@@ -35,74 +51,17 @@ GRID = ("beam", "alpha")  # what `nmt eval` scores a grid of, each option given 
 @decoding(*SEARCH, *RESTRICTING, "coverage_penalty", "max_constraints", *SAMPLING)
 def translate(
     checkpoint: checkpoints_option("translate with an ensemble") = None,
-    engine: Annotated[
-        Literal["torch", "ctranslate2"],
-        typer.Option(
-            metavar="torch|ctranslate2",
-            help="torch: a --checkpoint; ctranslate2: a --model DIR written by nmt export.",
-        ),
-    ] = "torch",
-    model: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="DIR",
-            help="A model directory written by nmt export --format ctranslate2 "
-            "(with --engine ctranslate2).",
-        ),
-    ] = None,
+    engine: EngineOption = "torch",
+    model: ModelDirOption = None,
     quantize: QuantizeOption = None,
-    input: Annotated[
-        Path | None,
-        typer.Option(
-            "--input",
-            "--src",
-            "-i",
-            metavar="FILE",
-            help="Source text, one sentence a line, translated a chunk at a time with a "
-            "progress line (default: stdin, translated line by line as it arrives).",
-        ),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output", "-o", metavar="FILE", help="Where translations go (default: stdout)."
-        ),
-    ] = None,
+    input: InputOption = None,
+    output: TranslationsOutputOption = None,
     workers: WorkersOption = None,
-    alignments: Annotated[
-        bool, typer.Option(help="Append ' ||| ' and word alignments 'i-j' (source-target).")
-    ] = False,
-    attention_plots: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="DIR", help="Write an attention heatmap per input line here, DIR/INDEX.png."
-        ),
-    ] = None,
-    attention_layer: Annotated[
-        int | None,
-        typer.Option(
-            metavar="N",
-            help="A Transformer's layer (1 to its layers) whose attention over the source "
-            "--alignments and --attention-plots show (default: the last).",
-        ),
-    ] = None,
-    constraints: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="FILE",
-            help='One JSON object per input line, {"include": [phrases], "exclude": '
-            "[phrases]}: phrases each translation must hold, and must not (a blank line: "
-            "none). Included phrases take beam search.",
-        ),
-    ] = None,
-    prefix: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="FILE",
-            help="One line per input line: the text its translation starts with (a blank "
-            "line: none); the search continues from it.",
-        ),
-    ] = None,
+    alignments: AlignmentsOption = False,
+    attention_plots: AttentionPlotsOption = None,
+    attention_layer: AttentionLayerOption = None,
+    constraints: ConstraintsOption = None,
+    prefix: PrefixOption = None,
     tgt_lang: TgtLangOption = None,
     decode: dict | None = None,
 ) -> None:
@@ -242,54 +201,16 @@ def evaluate(
     checkpoint: checkpoints_option(
         "compare systems (paired bootstrap p-values against the first)"
     ) = None,
-    split: Annotated[
-        str | None,
-        typer.Option(
-            metavar="SPLIT",
-            help="Which split of the checkpoint's corpus to score: train, valid or test "
-            "(default: test).",
-        ),
-    ] = None,
+    split: SplitOption = None,
     src: SrcOption = None,
-    hyp: Annotated[
-        list[Path] | None,
-        typer.Option(
-            metavar="FILE",
-            help="Translations made elsewhere, to score; repeat to compare systems (paired "
-            "bootstrap p-values against the first).",
-        ),
-    ] = None,
+    hyp: HypOption = None,
     ref: TgtOption = None,
     workers: WorkersOption = None,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--set",
-            metavar="KEY=VALUE",
-            help="Amend the checkpoint's config to find --split, e.g. --set data.path=DIR "
-            "(repeatable).",
-        ),
-    ] = None,
-    ensemble: Annotated[
-        bool,
-        typer.Option(
-            "--ensemble",
-            help="Translate with all the --checkpoint models as one ensemble instead of "
-            "comparing them.",
-        ),
-    ] = False,
+    set_: AmendOption = None,
+    ensemble: EnsembleOption = False,
     as_json: JsonOption = False,
     tgt_lang: TgtLangOption = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            metavar="FILE",
-            help="Keep the translations there, one a line, to test later systems against "
-            "(--hyp): one system (a --checkpoint, or --ensemble), one setting, one direction.",
-        ),
-    ] = None,
+    output: KeptOutputOption = None,
     decode: dict | None = None,
 ) -> None:
     """Score translations with sacrebleu (BLEU, chrF, TER and their signatures).

@@ -102,11 +102,7 @@ def beam_search(
     batch, device = src.size(0), src.device
     attention = attention or bool(coverage_penalty)
     limits = limits.to(device)
-    penalised = None  # with a coverage penalty: (its weight, [B * K, S] True on source words)
-    if coverage_penalty:
-        positions = torch.arange(src.size(1), device=device)[None, :]
-        words = positions < src_lengths.to(device).repeat_interleave(beam)[:, None]
-        penalised = (coverage_penalty, words)
+    penalised = _penalised(coverage_penalty, src, src_lengths, beam)
     guide = Guide(constraints, limits) if constraints and any(constraints) else None
     # each row's progress through its sentence's included phrases, for dynamic beam allocation
     progress = (
@@ -144,16 +140,7 @@ def beam_search(
         if banned is not None:
             banned = banned if columns is None else columns.narrowed(banned)
             logits = logits.masked_fill(banned, float("-inf"))
-        # each live row's best W: normalising shifts a row by one constant, so the best
-        # logits are the best extensions, and only those W are normalised and extended
-        row_best, row_token = logits.topk(width, dim=1)  # [N, W]
-        if columns is not None:
-            row_token = columns.ids[row_token]
-        row_best = (row_best - log_norm) + live.view(-1)[alive, None]
-        proposals = row_best.new_full((batch * beam, width), float("-inf"))
-        proposals[alive] = row_best
-        tokens = row_token.new_zeros(batch * beam, width)
-        tokens[alive] = row_token
+        proposals, tokens = _proposals(logits, log_norm, live, alive, columns, width)
         # [B, K * W]: a sentence's best K extensions are among its rows' own best W
         top_scores, top_index = proposals.view(batch, -1).topk(beam, dim=1)  # [B, K]
         token = tokens.view(batch, -1).gather(1, top_index)
@@ -185,16 +172,58 @@ def beam_search(
         taken = (rank < (beam - pool.count)[:, None]) & (top_scores > float("-inf"))
         ends = taken & ((token == eos_id) | (t + 1 >= limits[:, None]))
         _finish(pool, ends, first_row, history, kept_attention, top_scores, penalised)
-        live = top_scores.masked_fill(~taken | ends, float("-inf"))
-        finished = pool.normalised(alpha).view(batch, beam)  # [B, K], -inf where empty
-        nth_best = finished.topk(nbest, dim=1).values[:, -1]  # [B]
-        reachable = live.amax(1) / length_penalty(limits, alpha)  # [B]
-        live.masked_fill_((nth_best >= reachable)[:, None], float("-inf"))
+        live = _still_live(
+            top_scores.masked_fill(~taken | ends, float("-inf")), pool, alpha, nbest, limits
+        )
         alive = (live.view(-1) > float("-inf")).nonzero().squeeze(1)
         if alive.numel() == 0:
             break
         state, prev = state.select(compact[rows[alive]]), token.view(-1)[alive]
     return _best(pool, src_lengths, eos_id, (alpha, coverage_penalty), beam, nbest, guide)
+
+
+def _penalised(
+    beta: float, src: torch.Tensor, src_lengths: torch.Tensor, beam: int
+) -> tuple[float, torch.Tensor] | None:
+    """With a coverage penalty, (its weight, [B * K, S] True on source words); else None."""
+    if not beta:
+        return None
+    positions = torch.arange(src.size(1), device=src.device)[None, :]
+    return beta, positions < src_lengths.to(src.device).repeat_interleave(beam)[:, None]
+
+
+def _proposals(
+    logits: torch.Tensor,
+    log_norm: torch.Tensor,
+    live: torch.Tensor,
+    alive: torch.Tensor,
+    columns: Columns | None,
+    width: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each live row's best `width` extensions, as (scores, tokens) [B * K, W] with -inf
+    (token 0) on the rows not alive. Normalising shifts a row by one constant, so the best
+    logits are the best extensions, and only those W are normalised and extended."""
+    row_best, row_token = logits.topk(width, dim=1)  # [N, W]
+    if columns is not None:
+        row_token = columns.ids[row_token]
+    row_best = (row_best - log_norm) + live.view(-1)[alive, None]
+    proposals = row_best.new_full((live.numel(), width), float("-inf"))
+    proposals[alive] = row_best
+    tokens = row_token.new_zeros(live.numel(), width)
+    tokens[alive] = row_token
+    return proposals, tokens
+
+
+def _still_live(
+    live: torch.Tensor, pool: FinishedPool, alpha: float, nbest: int, limits: torch.Tensor
+) -> torch.Tensor:
+    """`live` [B, K] with the sentences done set to -inf: those whose `nbest`-th finished
+    hypothesis beats the best that any live one could still reach (see the module's
+    docstring)."""
+    finished = pool.normalised(alpha).view(live.shape)  # [B, K], -inf where empty
+    nth_best = finished.topk(nbest, dim=1).values[:, -1]  # [B]
+    reachable = live.amax(1) / length_penalty(limits, alpha)  # [B]
+    return live.masked_fill((nth_best >= reachable)[:, None], float("-inf"))
 
 
 def _finish(

@@ -111,15 +111,9 @@ def step_by_step_search(
         allowed = log_probs if never is None else log_probs.index_fill(1, never, float("-inf"))
         banned = None
         if guide is not None or no_repeat_ngram:
-            history = (
-                torch.stack(tokens, 1).index_select(0, active)  # [A, t]
-                if tokens
-                else active.new_zeros(active.numel(), 0)
-            )
-            constrained = None
-            if guide is not None:
-                sentences = (active // copies).tolist()
-                constrained = guide.banned(t, sentences, history, vocab, eos_id)
+            history = torch.stack(tokens, 1)[active] if tokens else active.new_zeros(len(active), 0)
+            sentences = (active // copies).tolist()
+            constrained = guide and guide.banned(t, sentences, history, vocab, eos_id)
             banned = merged_bans(constrained, history, no_repeat_ngram, vocab)
         if banned is not None:
             banned = banned if columns is None else columns.narrowed(banned)
@@ -137,11 +131,7 @@ def step_by_step_search(
         if going.numel() < active.numel():
             active, state = active[going], state.select(going)
         prev = chosen[going]
+    weights = torch.stack(weights, 1) if attention else None
     return hypotheses_from_rows(
-        torch.stack(tokens, 1),
-        scores,
-        torch.stack(weights, 1) if attention else None,
-        src_lengths,
-        eos_id,
-        limits,
+        torch.stack(tokens, 1), scores, weights, src_lengths, eos_id, limits
     )

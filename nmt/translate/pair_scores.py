@@ -19,6 +19,7 @@ import torch
 from nmt.config import DecodeConfig
 from nmt.data.batching import pad
 from nmt.data.tokenizer import Tokenizer
+from nmt.errors import UserError
 from nmt.search import max_lengths
 from nmt.search.forced import forced_log_probs
 from nmt.translate.parallel import parallel_map
@@ -40,6 +41,13 @@ def score_pairs(
     """Each target's PairScore given its source (cut at decode.max_src_len subwords, as for
     translation); a blank source gets none (total None). Batches of `batch_size` pairs in
     order of source length, `workers` of them side by side."""
+    if isinstance(targets, (str, bytes)) or not isinstance(targets, Sequence):
+        raise UserError("score needs a list of targets, one per source.")
+    if len(sources) != len(targets):
+        raise UserError(
+            f"score needs one target per source, got {len(sources)} sources and "
+            f"{len(targets)} targets."
+        )
     tgt, device = tokenizer.tgt, next(model.parameters()).device
     src_ids = truncated(
         tokenizer.src.encode([line.strip() for line in sources]), decode.max_src_len

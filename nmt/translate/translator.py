@@ -70,13 +70,7 @@ class Translator:
         self.workers = workers
         self.tgt_lang = tgt_lang
         self.shortlist = shortlist  # what decode.shortlist K > 0 draws on
-        config.check_decode(self.decode)
-        if self.decode.shortlist and shortlist is None:
-            raise UserError(
-                f"decode.shortlist {self.decode.shortlist} needs the checkpoint's shortlist: "
-                "Translator.load(checkpoint, shortlist=K) loads it (after `nmt shortlist`), or "
-                "pass shortlist=0."
-            )
+        _check_settings(config, self.decode, shortlist)
         if tgt_lang is not None:
             self.towards(tgt_lang)  # an unknown language fails here, not at the first call
 
@@ -111,18 +105,15 @@ class Translator:
         settings = decode_settings(config.decode, decode)
         if workers is None:
             workers = available_cores() if device.type == "cpu" else 1
-        shortlist = None
-        if settings.shortlist:
-            first = checkpoint_paths(checkpoints)[0]
-            shortlist = translation_shortlist(first, model, tokenizer, settings.shortlist)
+        first, best = checkpoint_paths(checkpoints)[0], settings.shortlist
+        shortlist = translation_shortlist(first, model, tokenizer, best) if best else None
         return cls(model, tokenizer, config, settings, device, workers, tgt_lang, shortlist)
 
     def with_decode(self, **options: Any) -> Translator:
         """This translator, its model shared (loaded once), with decode settings replaced
         (beam=10, alpha=1.0, ...), checked as Translator.load checks them."""
-        tuned = copy.copy(self)
-        tuned.decode = decode_settings(self.decode, options)
-        self.config.check_decode(tuned.decode)
+        tuned, tuned.decode = copy.copy(self), decode_settings(self.decode, options)
+        _check_settings(self.config, tuned.decode, self.shortlist)
         return tuned
 
     @property
@@ -235,25 +226,28 @@ class Translator:
         tgt_lang: str | None = None,
     ) -> list[PairScore]:
         """The model's log-probability of each target given its source, token by token, as
-        search computes it (an ensemble's combination included): a target is text, or the
-        token ids search wrote (`Hypothesis.tokens`). Sources are cut at
+        search computes it without a shortlist, an ensemble's combination included (under
+        decode.shortlist K, search normalises over the shortlist's pieces alone). A target
+        is text, or the token ids search wrote (`Hypothesis.tokens`). Sources are cut at
         decode.max_src_len subwords as for translation; a blank source gets no score."""
-        sources = _sentences(sources)
-        if isinstance(targets, (str, bytes)) or not isinstance(targets, Sequence):
-            raise UserError("score needs a list of targets, one per source.")
-        if len(sources) != len(targets):
-            raise UserError(
-                f"score needs one target per source, got {len(sources)} sources and "
-                f"{len(targets)} targets."
-            )
         return score_pairs(
             self.model,
             self.towards(tgt_lang),
             self.decode,
-            sources,
+            _sentences(sources),
             targets,
             batch_size or self.decode.batch_size,
             self.workers,
+        )
+
+
+def _check_settings(config: Experiment, decode: DecodeConfig, shortlist: Shortlist | None) -> None:
+    config.check_decode(decode)
+    if decode.shortlist and shortlist is None:
+        raise UserError(
+            f"decode.shortlist {decode.shortlist} needs the checkpoint's shortlist: "
+            "Translator.load(checkpoint, shortlist=K) loads it (after `nmt shortlist`), or "
+            "pass shortlist=0."
         )
 
 

@@ -1,0 +1,117 @@
+"""The options of `nmt translate` and `nmt eval` that no other command takes, each named
+and declared once (the ones commands share are in options.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+EngineOption = Annotated[
+    Literal["torch", "ctranslate2"],
+    typer.Option(
+        metavar="torch|ctranslate2",
+        help="torch: a --checkpoint; ctranslate2: a --model DIR written by nmt export.",
+    ),
+]
+ModelDirOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="DIR",
+        help="A model directory written by nmt export --format ctranslate2 "
+        "(with --engine ctranslate2).",
+    ),
+]
+InputOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--input",
+        "--src",
+        "-i",
+        metavar="FILE",
+        help="Source text, one sentence a line, translated a chunk at a time with a "
+        "progress line (default: stdin, translated line by line as it arrives).",
+    ),
+]
+TranslationsOutputOption = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", metavar="FILE", help="Where translations go (default: stdout)."),
+]
+AlignmentsOption = Annotated[
+    bool, typer.Option(help="Append ' ||| ' and word alignments 'i-j' (source-target).")
+]
+AttentionPlotsOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="DIR", help="Write an attention heatmap per input line here, DIR/INDEX.png."
+    ),
+]
+AttentionLayerOption = Annotated[
+    int | None,
+    typer.Option(
+        metavar="N",
+        help="A Transformer's layer (1 to its layers) whose attention over the source "
+        "--alignments and --attention-plots show (default: the last).",
+    ),
+]
+ConstraintsOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE",
+        help='One JSON object per input line, {"include": [phrases], "exclude": '
+        "[phrases]}: phrases each translation must hold, and must not (a blank line: "
+        "none). Included phrases take beam search.",
+    ),
+]
+PrefixOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE",
+        help="One line per input line: the text its translation starts with (a blank "
+        "line: none); the search continues from it.",
+    ),
+]
+SplitOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="SPLIT",
+        help="Which split of the checkpoint's corpus to score: train, valid or test "
+        "(default: test).",
+    ),
+]
+HypOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        metavar="FILE",
+        help="Translations made elsewhere, to score; repeat to compare systems (paired "
+        "bootstrap p-values against the first).",
+    ),
+]
+AmendOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="Amend the checkpoint's config to find --split, e.g. --set data.path=DIR "
+        "(repeatable).",
+    ),
+]
+EnsembleOption = Annotated[
+    bool,
+    typer.Option(
+        "--ensemble",
+        help="Translate with all the --checkpoint models as one ensemble instead of "
+        "comparing them.",
+    ),
+]
+KeptOutputOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="Keep the translations there, one a line, to test later systems against "
+        "(--hyp): one system (a --checkpoint, or --ensemble), one setting, one direction.",
+    ),
+]
