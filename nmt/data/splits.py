@@ -91,7 +91,7 @@ def _read(location: Location, config: DataConfig, role: str = "train") -> Parall
     elif location.kind == "table":
         text = _read_table(location.files[0], location.builder, config)
     else:
-        text = _read_hub(config, location.split)
+        text = _read_hub(config, location.split, getattr(config.splits, role))
     if not text.src:
         raise UserError(f"{text.origin}: the {role} split has no sentence pairs.")
     return replace(text, files=location.files)
@@ -211,7 +211,9 @@ def _table_options(builder: str, config: DataConfig) -> dict:
     )
 
 
-def _read_hub(config: DataConfig, split: str) -> ParallelText:
+def _read_hub(config: DataConfig, split: str, local: str) -> ParallelText:
+    """The hub's `split`; `local`: the same split's name among files (data.splits), which
+    the advice for an offline machine names."""
     _go_offline_unless_hub_reachable()
     import datasets
 
@@ -225,7 +227,8 @@ def _read_hub(config: DataConfig, split: str) -> ParallelText:
             f"cannot load data.hub_id {name}, split '{split}', from the Hugging Face hub "
             f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}). "
             "Without internet access, download the corpus and set data.path to a directory with "
-            f"{split}.{config.src_lang} and {split}.{config.tgt_lang}."
+            f"{local}.{config.src_lang} and {local}.{config.tgt_lang} (data.splits names the "
+            "files)."
         ) from None
     return _columns(dataset, config, f"{name}, split '{split}'")
 

@@ -82,6 +82,16 @@ def test_hub_unreachable_is_a_clear_error(monkeypatch):
     config = DataConfig(src_lang="de", tgt_lang="en", hub_id="bentrevett/multi30k")
     with pytest.raises(UserError, match="data.path"):
         load_split(config, "train")
+    # the files to download are named as data.splits names them, not as the hub does
+    named = DataConfig(
+        src_lang="de",
+        tgt_lang="en",
+        hub_id="bentrevett/multi30k",
+        splits=Splits(valid="val"),
+        hub_splits=Splits(valid="validation"),
+    )
+    with pytest.raises(UserError, match=r"split 'validation'.* with val.de and val.en \("):
+        load_split(named, "valid")
 
 
 def test_streamed_lines_are_read_like_read_lines(tmp_path):
