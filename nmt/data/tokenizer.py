@@ -125,11 +125,12 @@ class Vocab:
         ]
 
     def _framed(self, encoded: list[list[int]]) -> list[list[int]]:
-        """The ids with the prefix (a tag) before and eos after, where this vocabulary adds them."""
+        """The ids with the prefix (a tag) before and eos after, where this vocabulary adds
+        them; a blank line stays empty, so that it is a blank line to translation too."""
         if not (self.prefix or self.ends_with_eos):
             return encoded
         suffix = [self.eos_id] if self.ends_with_eos else []
-        return [[*self.prefix, *ids, *suffix] for ids in encoded]
+        return [[*self.prefix, *ids, *suffix] if ids else [] for ids in encoded]
 
     def decode(self, ids: Sequence[int], copied: Sequence[str] = ()) -> str:
         """The text of ids. Ids from `size` on are source pieces a copy model copied

@@ -81,3 +81,15 @@ def test_a_seeded_sample_is_the_same_in_another_process(corpus_dir, tmp_path, su
             check=True,
         )
         assert run.stdout.strip() == str(here)
+
+
+def test_a_blank_line_stays_empty_where_a_tag_or_eos_frames_the_others(tokenizer):
+    """A tagged source (data.tags: source) and a Marian source (ending with eos) of a blank
+    line are empty, so translation answers it with a blank line, as for any other model."""
+    tagged = Vocab(tokenizer.src.model_proto, ["de", "en"]).towards("de")
+    ending = Vocab(tokenizer.src.model_proto, (), None, ends_with_eos=True)
+    for vocab in (tagged, ending):
+        blank, word = vocab.encode(["", "the dog"])
+        assert blank == [] and len(word) > 2
+    assert tagged.encode(["the dog"])[0][0] == tagged.tags["de"]
+    assert ending.encode(["the dog"])[0][-1] == ending.eos_id
