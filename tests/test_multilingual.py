@@ -413,7 +413,8 @@ def test_each_languages_target_pieces_are_recorded_and_a_translation_can_keep_to
     translator = Translator.load(checkpoint, restrict_to_target_language=True, workers=1)
     allowed = set(columns.tolist())
     for found in translator.translate(LINES * 3, tgt_lang="de", beam=2):
-        assert set(found.nbest[0].hypothesis.tokens) <= allowed
+        assert all(set(c.hypothesis.tokens) <= allowed for c in found.nbest)
+        assert bool(found.nbest) == bool(found.source)  # a blank line is answered blank
     text = "\n".join(LINES) + "\n"
     flag = ("--tgt-lang", "de", "--restrict-to-target-language", "--beam", "2")
     result = nmt("translate", "--checkpoint", checkpoint, *flag, input=text)

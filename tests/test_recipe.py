@@ -60,6 +60,9 @@ def recipe(*args) -> subprocess.CompletedProcess:
     )
 
 
+# about thirty `nmt` processes, a minute of one core: under `make test-slow`, so that the
+# default suite stays within its five minutes
+@pytest.mark.slow
 def test_the_recipe_runs_every_stage_and_keeps_what_it_finished(tmp_path, corpus):
     runs = tmp_path / "runs"
     grid = ("--beams", "1 3", "--alphas", "1.0")  # the default's 2 x 4 costs 6 more evaluations
