@@ -43,43 +43,14 @@ def test_every_input_of_translate_and_score_is_guarded(checkpoint, tmp_path):
     constraints.write_text("\n\n", "utf-8")
     prefix.write_text("\n\n", "utf-8")
     translate = ("translate", "--checkpoint", checkpoint, "--input", source)
+    pair = ("--checkpoint", checkpoint, "--src", source, "--tgt", target)
     cases = {
         "--constraints": (*translate, "--constraints", constraints, "--output", constraints),
         "--prefix": (*translate, "--prefix", prefix, "--output", prefix),
         "--checkpoint": (*translate, "--output", checkpoint),
-        "--src": (
-            "score",
-            "--checkpoint",
-            checkpoint,
-            "--src",
-            source,
-            "--tgt",
-            target,
-            "--output",
-            source,
-        ),  # fmt: skip
-        "--tgt": (
-            "score",
-            "--checkpoint",
-            checkpoint,
-            "--src",
-            source,
-            "--tgt",
-            target,
-            "--output",
-            target,
-        ),  # fmt: skip
-        "--ref": (
-            "eval",
-            "--checkpoint",
-            checkpoint,
-            "--src",
-            source,
-            "--ref",
-            target,
-            "--output",
-            target,
-        ),  # fmt: skip
+        "--src": ("score", *pair, "--output", source),
+        "--tgt": ("score", *pair, "--output", target),
+        "--ref": ("eval", *pair, "--output", target),  # --tgt is --ref's other name
     }
     before = {path: path.read_bytes() for path in (source, target, constraints, prefix, checkpoint)}
     for option, args in cases.items():

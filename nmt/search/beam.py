@@ -104,12 +104,7 @@ def beam_search(
     limits = limits.to(device)
     penalised = _penalised(coverage_penalty, src, src_lengths, beam)
     guide = Guide(constraints, limits) if constraints and any(constraints) else None
-    # each row's progress through its sentence's included phrases, for dynamic beam allocation
-    progress = (
-        [guide.start(row // beam) for row in range(batch * beam)]
-        if guide is not None and guide.includes
-        else None
-    )
+    progress = _progress(guide, batch, beam)
     first_row = torch.arange(batch, device=device)[:, None] * beam  # [B, 1]
     ids = None if shortlist is None else shortlist.ids
     state = model.init_state(model.encode(src, src_lengths), attention, ids)
@@ -133,13 +128,9 @@ def beam_search(
         log_norm = logits.logsumexp(1, keepdim=True)  # of every token, banned ones included
         if never is not None:
             logits = logits.index_fill(1, never, float("-inf"))
-        banned = _banned(guide, progress, t, alive, beam, history, vocab, eos_id)
-        if no_repeat_ngram:
-            live_history = history.index_select(0, alive)
-            banned = merged_bans(banned, live_history, no_repeat_ngram, vocab)
+        banned = _banned(guide, progress, t, alive, beam, history, vocab, eos_id, no_repeat_ngram)
         if banned is not None:
-            banned = banned if columns is None else columns.narrowed(banned)
-            logits = logits.masked_fill(banned, float("-inf"))
+            logits = logits.masked_fill(_narrowed(banned, columns), float("-inf"))
         proposals, tokens = _proposals(logits, log_norm, live, alive, columns, width)
         # [B, K * W]: a sentence's best K extensions are among its rows' own best W
         top_scores, top_index = proposals.view(batch, -1).topk(beam, dim=1)  # [B, K]
@@ -148,15 +139,10 @@ def beam_search(
         compact = alive.new_zeros(batch * beam)  # [B * K] row -> its state row, where alive
         compact[alive] = torch.arange(alive.numel(), device=device)
         if progress is not None:  # dynamic beam allocation, where phrases are to be included
-            finished = [0] * batch if pool is None else pool.count.tolist()
-            kept = guide.select(
-                beam,
-                [beam - count for count in finished],
-                proposals.view(batch, -1),
-                tokens.view(batch, -1),
-                progress,
-                (logits, log_norm[:, 0], compact, live.view(-1)),
-            )
+            free = [beam] * batch if pool is None else (beam - pool.count).tolist()
+            candidates = (proposals.view(batch, -1), tokens.view(batch, -1))
+            scoring = (logits, log_norm[:, 0], compact, live.view(-1))
+            kept = guide.select(beam, free, *candidates, progress, scoring)
             top_scores, token, rows, progress = _allocated(
                 kept, top_scores, token, rows, guide, beam
             )
@@ -164,22 +150,32 @@ def beam_search(
         weights = weights if attention else None  # a decoder may give them regardless
         if pool is None:  # the first step tells the attention's shape
             pool = FinishedPool.empty(batch, beam, int(limits.max()), weights, device)
-            if weights is not None:
-                kept_attention = weights.new_zeros(batch * beam, 0, *weights.shape[1:])
-        if weights is not None:
-            step_attention = weights.index_select(0, compact[rows])[:, None]  # [B * K, 1, H, S]
-            kept_attention = torch.cat([kept_attention.index_select(0, rows), step_attention], 1)
+            kept_attention = None if weights is None else pool.attention[:, :0]
+        if weights is not None:  # [B * K, t + 1, H, S]
+            step_attention = weights.index_select(0, compact[rows])[:, None]
+            kept_attention = torch.cat([kept_attention[rows], step_attention], 1)
         taken = (rank < (beam - pool.count)[:, None]) & (top_scores > float("-inf"))
         ends = taken & ((token == eos_id) | (t + 1 >= limits[:, None]))
         _finish(pool, ends, first_row, history, kept_attention, top_scores, penalised)
-        live = _still_live(
-            top_scores.masked_fill(~taken | ends, float("-inf")), pool, alpha, nbest, limits
-        )
+        live = top_scores.masked_fill(~taken | ends, float("-inf"))
+        live = _still_live(live, pool, alpha, nbest, limits)
         alive = (live.view(-1) > float("-inf")).nonzero().squeeze(1)
         if alive.numel() == 0:
             break
         state, prev = state.select(compact[rows[alive]]), token.view(-1)[alive]
     return _best(pool, src_lengths, eos_id, (alpha, coverage_penalty), beam, nbest, guide)
+
+
+def _progress(guide: Guide | None, batch: int, beam: int) -> list[Progress | None] | None:
+    """Each row's progress through its sentence's included phrases, for dynamic beam
+    allocation (None: no sentence includes any)."""
+    if guide is None or not guide.includes:
+        return None
+    return [guide.start(row // beam) for row in range(batch * beam)]
+
+
+def _narrowed(banned: torch.Tensor, columns: Columns | None) -> torch.Tensor:
+    return banned if columns is None else columns.narrowed(banned)
 
 
 def _penalised(
@@ -297,19 +293,22 @@ def _banned(
     history: torch.Tensor,
     vocab: int,
     eos_id: int,
+    no_repeat_ngram: int = 0,
 ) -> torch.Tensor | None:
-    """[N, V] the tokens the live rows may not write under their constraints, or None."""
-    if guide is None:
+    """[N, V] the tokens the live rows may not write under their constraints and, for
+    `no_repeat_ngram` n > 0, n-gram blocking; None: any."""
+    if guide is None and not no_repeat_ngram:
         return None
-    rows = alive.tolist()
-    return guide.banned(
+    rows, live_history = alive.tolist(), history.index_select(0, alive)
+    constrained = guide and guide.banned(
         step,
         [row // beam for row in rows],
-        history.index_select(0, alive),
+        live_history,
         vocab,
         eos_id,
         None if progress is None else [progress[row] for row in rows],
     )
+    return merged_bans(constrained, live_history, no_repeat_ngram, vocab)
 
 
 def _allocated(
