@@ -59,7 +59,7 @@ def distill(
     """
 
     def action() -> None:
-        from nmt.translate.distill import distil
+        from nmt.corpus.distill import distil
 
         if not checkpoint:
             raise UserError("nmt distill needs --checkpoint FILE (repeat it for an ensemble).")

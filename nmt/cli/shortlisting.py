@@ -48,7 +48,7 @@ def shortlist(
     """
 
     def action() -> None:
-        from nmt.translate.shortlist import build_shortlist
+        from nmt.corpus.shortlist_learning import build_shortlist
 
         built, path = build_shortlist(checkpoint, data, depth, frequent, max_pairs)
         covered = int((built.candidates[:, 0] >= 0).sum())

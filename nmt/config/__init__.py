@@ -15,6 +15,7 @@ from nmt.config.loading import (
 )
 from nmt.config.schema import (
     AttentionConfig,
+    CleanConfig,
     ConfigError,
     DataConfig,
     DecodeConfig,
@@ -30,6 +31,7 @@ from nmt.config.schema import (
 
 __all__ = [
     "AttentionConfig",
+    "CleanConfig",
     "ConfigError",
     "DataConfig",
     "DecodeConfig",

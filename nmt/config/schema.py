@@ -98,6 +98,9 @@ class DataConfig:
     # Where a model that writes several languages reads the tag naming the one to write
     # (nmt/data/tokenizer.py): in front of the source, or as the decoder's first input.
     tags: Literal["source", "decoder_bos"] = "source"
+    # Clean the train split as it is read, with the filters of the `clean` section
+    # (nmt/data/cleaning.py; `nmt clean` writes a cleaned copy instead)
+    clean: bool = False
 
     def __post_init__(self) -> None:
         _require(
@@ -679,6 +682,47 @@ class DecodeConfig:
 
 
 @dataclass(frozen=True)
+class CleanConfig:
+    """What `nmt clean` (and `data.clean: true` in training) removes from a train split
+    (nmt/data/cleaning.py), each filter in the order it judges; null or false turns one off.
+    Thresholds are documented, with the measurements behind them, in docs/cleaning.md."""
+
+    empty: bool = True  # a side empty or only whitespace
+    control_characters: bool = True  # control, private-use, unassigned characters, U+FFFD
+    max_words: int | None = 250  # words on either side
+    max_chars: int | None = 2000  # characters on either side
+    # a pair whose log character-length ratio lies this many robust standard deviations
+    # (1.4826 x the median absolute deviation) from the corpus's median: measured on the
+    # first `ratio_sample` pairs, so it suits any language pair (truncated sides, merges)
+    max_ratio_deviation: float | None = 4.0
+    ratio_sample: int = 10_000
+    # the share of the target's character trigrams found in the source; above it, a copy
+    max_copy_overlap: float | None = 0.8
+    # letters among the non-space characters of either side, URLs counted as non-letters
+    min_letter_ratio: float | None = 0.5
+    # a side whose language is not among py3langid's `language_rank` most likely (of 97)
+    language_rank: int | None = 2
+    # a pair whose source or target is also in the valid or test split (case, punctuation
+    # and whitespace folded): a score is never inflated by sentences trained on
+    held_out: bool = True
+    duplicates: bool = True  # a pair seen before, exactly
+    near_duplicates: bool = True  # a pair seen before once case, punctuation, spaces fold
+
+    def __post_init__(self) -> None:
+        _positive(self, "ratio_sample")
+        for key in ("max_words", "max_chars", "language_rank"):
+            value = getattr(self, key)
+            _require(value is None or value > 0, key, f"must be positive or null, got {value}")
+        deviation = self.max_ratio_deviation
+        _require(deviation is None or deviation > 0, "max_ratio_deviation", "must be > 0 or null")
+        for key in ("max_copy_overlap", "min_letter_ratio"):
+            value = getattr(self, key)
+            _require(
+                value is None or 0 < value <= 1, key, f"must be in (0, 1] or null, got {value}"
+            )
+
+
+@dataclass(frozen=True)
 class Experiment:
     name: str = "experiment"
     data: DataConfig = field(default_factory=DataConfig)
@@ -686,6 +730,7 @@ class Experiment:
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     decode: DecodeConfig = field(default_factory=DecodeConfig)
+    clean: CleanConfig = field(default_factory=CleanConfig)
 
     def __post_init__(self) -> None:
         data, tokenizer = self.data, self.tokenizer

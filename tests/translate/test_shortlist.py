@@ -6,12 +6,13 @@ import pytest
 import torch
 
 from conftest import TINY_TRANSFORMER, make_translator, nmt, tiny_experiment, write_checkpoint
+from nmt.corpus.shortlist_learning import learn_shortlist
 from nmt.data.batching import pad
 from nmt.errors import UserError
 from nmt.search.beam import beam_search
 from nmt.search.constraints import Constraints
 from nmt.search.hypothesis import Columns
-from nmt.translate.shortlist import Shortlist, learn_shortlist, load_shortlist, shortlist_file
+from nmt.translate.shortlist import Shortlist, load_shortlist, shortlist_file
 from nmt.translate.translator import Translator
 
 # source 10 is always translated by 20, 11 by 21, 12 by 22; target 5 ends every sentence

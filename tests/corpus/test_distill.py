@@ -15,9 +15,9 @@ import sys
 import pytest
 
 from conftest import LINES, nmt, tiny_experiment, tiny_train_args
+from nmt.corpus.distill import distil
 from nmt.data.splits import load_split
 from nmt.errors import UserError
-from nmt.translate.distill import distil
 from nmt.translate.translator import Translator
 from nmt.version import __version__ as nmt_version
 
@@ -127,7 +127,7 @@ def test_an_ensemble_distils_as_it_translates_and_the_manifest_names_both(
 # `chunk_lines` starts, when two chunks are on disk.
 KILLED_AT_THE_THIRD_CHUNK = """
 import os, signal, sys
-from nmt.translate.distill import distil
+from nmt.corpus.distill import distil
 from nmt.translate.translator import Translator
 
 stream, calls = Translator.stream, []

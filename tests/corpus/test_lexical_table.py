@@ -7,7 +7,7 @@ from collections import defaultdict
 import pytest
 import torch
 
-from nmt.translate.lexical_table import PiecePairs, ibm_model_1
+from nmt.corpus.lexical_table import PiecePairs, ibm_model_1
 
 
 def naive_ibm_model_1(pairs, iterations):

@@ -19,10 +19,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from nmt.config import DataConfig
+from nmt.corpus.distill_manifest import Direction
 from nmt.data.directions import direction_name
 from nmt.data.splits import load_split, locate, read_pairs
 from nmt.errors import UserError
-from nmt.translate.distill_manifest import Direction
 
 
 def corpus_config(teacher: DataConfig, directory: Path | None) -> DataConfig:

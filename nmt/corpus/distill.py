@@ -4,8 +4,8 @@ student trained on those translations instead of the references learns the teach
 rather than the spread of human translations: a smaller or greedy student nearly matches
 its beam-searched teacher.
 
-`distil` writes a corpus directory (nmt/translate/distilled_corpus.py) and its manifest
-(nmt/translate/distill_manifest.py). The sources are translated a chunk of `chunk_lines`
+`distil` writes a corpus directory (nmt/corpus/corpus_files.py) and its manifest
+(nmt/corpus/distill_manifest.py). The sources are translated a chunk of `chunk_lines`
 at a time, each chunk sorted into batches as `nmt translate --input` sorts its chunks (the
 same CHUNK_LINES), so the targets equal `nmt translate`'s of the same sources. Each chunk's
 translations are appended to the target file and synced before the manifest records them:
@@ -29,9 +29,14 @@ from typing import Any
 
 from nmt.checkpoint import checkpoint_file
 from nmt.config import DataConfig
-from nmt.errors import UserError
-from nmt.terminal import ProgressLine
-from nmt.translate.distill_manifest import (
+from nmt.corpus.corpus_files import (
+    copy_splits,
+    corpus_config,
+    corpus_name,
+    planned_directions,
+    write_sources,
+)
+from nmt.corpus.distill_manifest import (
     MANIFEST,
     Direction,
     Manifest,
@@ -40,13 +45,8 @@ from nmt.translate.distill_manifest import (
     read_manifest,
     unwritable,
 )
-from nmt.translate.distilled_corpus import (
-    copy_splits,
-    corpus_config,
-    corpus_name,
-    planned_directions,
-    write_sources,
-)
+from nmt.errors import UserError
+from nmt.terminal import ProgressLine
 from nmt.translate.loading import PathLike, checkpoint_paths
 from nmt.translate.pipeline import CHUNK_LINES
 from nmt.translate.shortlist import shortlist_file

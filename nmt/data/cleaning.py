@@ -1,0 +1,289 @@
+"""Rule-based cleaning of a parallel corpus: the filters crawled data needs (OpusFilter,
+Aulamo et al. 2020; Khayrallah & Koehn 2018 on what noise costs a neural model), each a
+small check with a threshold of the `clean` config section, judged in this order:
+
+  empty               a side empty or only whitespace
+  control_characters  control, private-use or unassigned characters, or U+FFFD (damage)
+  too_long            more than max_words words or max_chars characters on a side
+  length_ratio        a log character-length ratio far from the corpus's own (truncations,
+                      merged or split sentences): more than max_ratio_deviation robust
+                      standard deviations from the median of the first ratio_sample pairs
+  copy                the target's character trigrams mostly found in the source
+  letters             a side mostly digits, punctuation or URLs
+  held_out            a side that is also a sentence of the valid or test split
+  language            a side whose language is not among py3langid's most likely
+  duplicate           a pair seen before
+  near_duplicate      a pair seen before once case, punctuation and whitespace are folded
+
+A pair is removed for the first filter that fires. Duplicates are judged last, among the
+pairs every other filter kept, so the first of equal pairs stays. Memory is flat in the
+corpus's size but for what duplicates need: 8 bytes per distinct pair (`SeenHashes`).
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import math
+import re
+import statistics
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from itertools import chain, islice
+
+import numpy as np
+
+from nmt.config import CleanConfig
+
+FILTERS = (
+    "empty",
+    "control_characters",
+    "too_long",
+    "length_ratio",
+    "copy",
+    "letters",
+    "held_out",
+    "language",
+    "duplicate",
+    "near_duplicate",
+)
+MIN_RATIO_SAMPLE = 50  # fewer pairs tell too little of the corpus's length ratio
+URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A pair as read (`number` counts from 1, as lines do) and why it was removed, if it
+    was: the filter's name and what it saw."""
+
+    number: int
+    src: str
+    tgt: str
+    removed_by: str | None = None
+    detail: str = ""
+
+
+class Cleaner:
+    """The filters of a `clean` section for one direction, with the state they keep: the
+    corpus's length ratio, the pairs seen, and counts of what each removed."""
+
+    def __init__(
+        self,
+        config: CleanConfig,
+        src_lang: str,
+        tgt_lang: str,
+        held_out: Iterable[str] = (),
+    ):
+        self.config = config
+        self.languages = (src_lang, tgt_lang)
+        self.identifier = LanguageRanks() if config.language_rank else None
+        self.held_out = (
+            {fold(line) for line in held_out if fold(line)} if config.held_out else set()
+        )
+        self.seen, self.seen_folded = SeenHashes(), SeenHashes()
+        self.ratio: tuple[float, float] | None = None  # the corpus's median, robust deviation
+        self.counts: collections.Counter[str] = collections.Counter()
+        self.pairs = 0
+        self.checks: list[tuple[str, Callable[[str, str], str | None]]] = [
+            (name, check) for name, check in self._checks().items() if check is not None
+        ]
+
+    def clean(self, pairs: Iterable[tuple[str, str]]) -> Iterator[Judged]:
+        """Every pair, judged, in input order. The first `ratio_sample` pairs are read
+        before the first is judged: they measure the corpus's length ratio."""
+        numbered = ((number, src, tgt) for number, (src, tgt) in enumerate(pairs, 1))
+        sample = list(islice(numbered, self.config.ratio_sample))
+        self.ratio = _ratio_spread([(src, tgt) for _, src, tgt in sample])
+        for number, src, tgt in chain(sample, numbered):
+            yield self.judge(number, src, tgt)
+
+    def judge(self, number: int, src: str, tgt: str) -> Judged:
+        """The pair judged by the filters in order; counted."""
+        self.pairs += 1
+        for name, check in self.checks:
+            detail = check(src, tgt)
+            if detail is not None:
+                self.counts[name] += 1
+                return Judged(number, src, tgt, name, detail)
+        return Judged(number, src, tgt)
+
+    def report(self) -> dict:
+        """Pairs in, out, and removed by each filter (all of them, zeros included)."""
+        removed = {name: self.counts[name] for name in FILTERS}
+        kept = self.pairs - sum(removed.values())
+        return {"pairs_in": self.pairs, "pairs_out": kept, "removed": removed}
+
+    def _checks(self) -> dict[str, Callable[[str, str], str | None] | None]:
+        config = self.config
+        return {
+            "empty": _empty if config.empty else None,
+            "control_characters": _control if config.control_characters else None,
+            "too_long": self._too_long if config.max_words or config.max_chars else None,
+            "length_ratio": self._length_ratio if config.max_ratio_deviation else None,
+            "copy": self._copy if config.max_copy_overlap else None,
+            "letters": self._letters if config.min_letter_ratio else None,
+            "held_out": self._held_out if self.held_out else None,
+            "language": self._language if self.identifier else None,
+            "duplicate": self._duplicate if config.duplicates else None,
+            "near_duplicate": self._near_duplicate if config.near_duplicates else None,
+        }
+
+    def _too_long(self, src: str, tgt: str) -> str | None:
+        words, chars = self.config.max_words, self.config.max_chars
+        for side, text in (("source", src), ("target", tgt)):
+            if words and len(text.split()) > words:
+                return f"{side} has {len(text.split())} words, over {words}"
+            if chars and len(text) > chars:
+                return f"{side} has {len(text)} characters, over {chars}"
+        return None
+
+    def _length_ratio(self, src: str, tgt: str) -> str | None:
+        if self.ratio is None:
+            return None
+        median, spread = self.ratio
+        deviation = abs(_log_ratio(src, tgt) - median) / spread
+        if deviation > self.config.max_ratio_deviation:
+            return f"length ratio {len(src)}:{len(tgt)} characters, {deviation:.1f} deviations"
+        return None
+
+    def _copy(self, src: str, tgt: str) -> str | None:
+        target = trigrams(tgt)
+        overlap = len(target & trigrams(src)) / max(1, len(target))
+        if overlap > self.config.max_copy_overlap:
+            return f"{overlap:.0%} of the target's trigrams are in the source"
+        return None
+
+    def _letters(self, src: str, tgt: str) -> str | None:
+        for side, text in (("source", src), ("target", tgt)):
+            share = letter_share(text)
+            if share < self.config.min_letter_ratio:
+                return f"{side} is {share:.0%} letters"
+        return None
+
+    def _held_out(self, src: str, tgt: str) -> str | None:
+        for side, text in (("source", src), ("target", tgt)):
+            if fold(text) in self.held_out:
+                return f"{side} is a sentence of the valid or test split"
+        return None
+
+    def _language(self, src: str, tgt: str) -> str | None:
+        best = self.config.language_rank
+        for side, text, language in zip(
+            ("source", "target"), (src, tgt), self.languages, strict=True
+        ):
+            if language in self.identifier.known:
+                read_as = self.identifier.outside_best(text, language, best)
+                if read_as is not None:
+                    return f"{side} reads as {read_as}, not {language}"
+        return None
+
+    def _duplicate(self, src: str, tgt: str) -> str | None:
+        return "seen before" if self.seen.seen_or_add(f"{src}\t{tgt}") else None
+
+    def _near_duplicate(self, src: str, tgt: str) -> str | None:
+        return (
+            "seen before, folded"
+            if self.seen_folded.seen_or_add(f"{fold(src)}\t{fold(tgt)}")
+            else None
+        )
+
+
+def _empty(src: str, tgt: str) -> str | None:
+    if not src.strip() or not tgt.strip():
+        return f"{'source' if not src.strip() else 'target'} is empty"
+    return None
+
+
+def _control(src: str, tgt: str) -> str | None:
+    for side, text in (("source", src), ("target", tgt)):
+        for char in text:
+            if char == "\ufffd" or (
+                char != "\t" and unicodedata.category(char) in ("Cc", "Co", "Cn", "Cs")
+            ):
+                return f"{side} holds U+{ord(char):04X}"
+    return None
+
+
+def fold(text: str) -> str:
+    """Lower case, no punctuation, single spaces: what near duplicates share."""
+    kept = "".join(
+        " " if unicodedata.category(char).startswith(("P", "Z")) or char.isspace() else char
+        for char in text.lower()
+    )
+    return " ".join(kept.split())
+
+
+def trigrams(text: str) -> set[str]:
+    padded = f" {text.lower()} "
+    return {padded[i : i + 3] for i in range(len(padded) - 2)}
+
+
+def letter_share(text: str) -> float:
+    """Letters among the characters that are not spaces, a URL's counted as no letters."""
+    shown = [char for char in text if not char.isspace()]
+    letters = sum(char.isalpha() for char in URL.sub("", text))
+    return letters / max(1, len(shown))
+
+
+def _log_ratio(src: str, tgt: str) -> float:
+    return math.log(max(1, len(src)) / max(1, len(tgt)))
+
+
+def _ratio_spread(sample: list[tuple[str, str]]) -> tuple[float, float] | None:
+    """The median log character-length ratio of the sample's non-empty pairs and its robust
+    standard deviation (1.4826 x the median absolute deviation); None on too few pairs."""
+    ratios = [_log_ratio(src, tgt) for src, tgt in sample if src.strip() and tgt.strip()]
+    if len(ratios) < MIN_RATIO_SAMPLE:
+        return None
+    median = statistics.median(ratios)
+    spread = 1.4826 * statistics.median(abs(ratio - median) for ratio in ratios)
+    return median, max(spread, 0.01)
+
+
+class SeenHashes:
+    """A set of texts kept as 64-bit hashes (BLAKE2b, the same in every run), 8 bytes each
+    in a sorted array, with the newest in a small set until they are merged in."""
+
+    def __init__(self, merge_every: int = 1 << 16):
+        self.sorted = np.zeros(0, dtype=np.uint64)
+        self.recent: set[int] = set()
+        self.merge_every = merge_every
+
+    def seen_or_add(self, text: str) -> bool:
+        """Whether `text` was added before; adds it."""
+        key = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+        if key in self.recent:
+            return True
+        at = int(np.searchsorted(self.sorted, np.uint64(key)))
+        if at < self.sorted.size and int(self.sorted[at]) == key:
+            return True
+        self.recent.add(key)
+        if len(self.recent) >= self.merge_every:
+            self.sorted = np.union1d(self.sorted, np.fromiter(self.recent, dtype=np.uint64))
+            self.recent.clear()
+        return False
+
+
+class LanguageRanks:
+    """py3langid over all its 97 languages (a language it does not know is not judged)."""
+
+    def __init__(self):
+        from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
+
+        self.model = LanguageIdentifier.from_modelpath(MODEL_DIR / MODEL_FILE)
+        self.known = set(self.model.nb_classes)
+
+    def outside_best(self, text: str, language: str, best: int) -> str | None:
+        """The most likely language of `text` where `language` is not among its `best` most
+        likely; None where it is."""
+        top = self.model.classify(text)[0]
+        if top == language:  # the common case, at a classification's cost
+            return None
+        ranked = [found for found, _ in self.model.rank(text)[:best]]
+        return None if language in ranked else top
+
+
+def unidentifiable(languages: Iterable[str]) -> list[str]:
+    """Those of `languages` py3langid does not know (its ISO 639-1 codes)."""
+    return sorted(set(languages) - LanguageRanks().known)
