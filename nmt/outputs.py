@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -159,3 +160,33 @@ def _unwritable(path: Path, option: str, error: OSError) -> UserError:
         "(a file that stood there before is unchanged); free disk space or make the "
         "directory writable, then run the command again."
     )
+
+
+def check_new_directory(output: Path, option: str = "--output") -> None:
+    """A UserError unless `output` is new or an empty directory whose parent can be made;
+    checked before any slow work."""
+    if output.exists() and not (output.is_dir() and not any(output.iterdir())):
+        raise UserError(f"{option} {output} already exists; remove it or choose a new directory.")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"{option} {output}: cannot create {output.parent} ({error}).") from None
+
+
+@contextlib.contextmanager
+def staged(output: Path) -> Iterator[Path]:
+    """A sibling temporary directory to write a whole directory into, renamed to `output`
+    (replacing it, if it exists) when the block ends without an error and removed when it
+    does not; one that a killed earlier write left behind is removed first."""
+    prefix = f".{output.name}.partial-"
+    for leftover in output.parent.glob(f"{prefix}*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    staging = Path(tempfile.mkdtemp(prefix=prefix, dir=output.parent))
+    try:
+        yield staging
+        if output.exists():
+            shutil.rmtree(output)
+        os.replace(staging, output)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

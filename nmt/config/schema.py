@@ -691,6 +691,8 @@ class CleanConfig:
     control_characters: bool = True  # control, private-use, unassigned characters, U+FFFD
     max_words: int | None = 250  # words on either side
     max_chars: int | None = 2000  # characters on either side
+    # letters among the non-space characters of either side, URLs counted as non-letters
+    min_letter_ratio: float | None = 0.5
     # a pair whose log character-length ratio lies this many robust standard deviations
     # (1.4826 x the median absolute deviation) from the corpus's median: measured on the
     # first `ratio_sample` pairs, so it suits any language pair (truncated sides, merges)
@@ -698,8 +700,6 @@ class CleanConfig:
     ratio_sample: int = 10_000
     # the share of the target's character trigrams found in the source; above it, a copy
     max_copy_overlap: float | None = 0.8
-    # letters among the non-space characters of either side, URLs counted as non-letters
-    min_letter_ratio: float | None = 0.5
     # a side whose language is not among py3langid's `language_rank` most likely (of 97)
     language_rank: int | None = 2
     # a pair whose source or target is also in the valid or test split (case, punctuation

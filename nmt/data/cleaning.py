@@ -5,11 +5,11 @@ small check with a threshold of the `clean` config section, judged in this order
   empty               a side empty or only whitespace
   control_characters  control, private-use or unassigned characters, or U+FFFD (damage)
   too_long            more than max_words words or max_chars characters on a side
+  letters             a side mostly digits, punctuation or URLs
   length_ratio        a log character-length ratio far from the corpus's own (truncations,
                       merged or split sentences): more than max_ratio_deviation robust
                       standard deviations from the median of the first ratio_sample pairs
   copy                the target's character trigrams mostly found in the source
-  letters             a side mostly digits, punctuation or URLs
   held_out            a side that is also a sentence of the valid or test split
   language            a side whose language is not among py3langid's most likely
   duplicate           a pair seen before
@@ -23,7 +23,9 @@ corpus's size but for what duplicates need: 8 bytes per distinct pair (`SeenHash
 from __future__ import annotations
 
 import collections
+import functools
 import hashlib
+import logging
 import math
 import re
 import statistics
@@ -34,20 +36,23 @@ from itertools import chain, islice
 
 import numpy as np
 
-from nmt.config import CleanConfig
+from nmt.config import CleanConfig, DataConfig, Experiment
+from nmt.data.splits import load_split, read_pairs
 
 FILTERS = (
     "empty",
     "control_characters",
     "too_long",
+    "letters",
     "length_ratio",
     "copy",
-    "letters",
     "held_out",
     "language",
     "duplicate",
     "near_duplicate",
 )
+log = logging.getLogger("nmt")
+
 MIN_RATIO_SAMPLE = 50  # fewer pairs tell too little of the corpus's length ratio
 URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
 
@@ -85,28 +90,49 @@ class Cleaner:
         self.ratio: tuple[float, float] | None = None  # the corpus's median, robust deviation
         self.counts: collections.Counter[str] = collections.Counter()
         self.pairs = 0
-        self.checks: list[tuple[str, Callable[[str, str], str | None]]] = [
+        self.checks: list[tuple[str, Callable[[str, str], str | None]]] = [  # all but duplicates
             (name, check) for name, check in self._checks().items() if check is not None
         ]
 
-    def clean(self, pairs: Iterable[tuple[str, str]]) -> Iterator[Judged]:
+    def clean(self, pairs: Iterable[tuple[str, str]], workers: int = 1) -> Iterator[Judged]:
         """Every pair, judged, in input order. The first `ratio_sample` pairs are read
-        before the first is judged: they measure the corpus's length ratio."""
+        before the first is judged: they measure the corpus's length ratio. With `workers`
+        > 1, on a corpus longer than that sample, the filters but duplicates judge chunks of
+        pairs in as many processes, a few chunks ahead at most; duplicates are judged here,
+        in order, so the result is the same."""
         numbered = ((number, src, tgt) for number, (src, tgt) in enumerate(pairs, 1))
         sample = list(islice(numbered, self.config.ratio_sample))
         self.ratio = _ratio_spread([(src, tgt) for _, src, tgt in sample])
-        for number, src, tgt in chain(sample, numbered):
-            yield self.judge(number, src, tgt)
+        rows = chain(sample, numbered)
+        if workers > 1 and len(sample) == self.config.ratio_sample:  # worth starting processes
+            verdicts = _in_processes(self, rows, workers)
+        else:
+            verdicts = ((row, self.judge_alone(row[1], row[2])) for row in rows)
+        for (number, src, tgt), verdict in verdicts:
+            yield self._counted(Judged(number, src, tgt, *(verdict or self._repeated(src, tgt))))
 
-    def judge(self, number: int, src: str, tgt: str) -> Judged:
-        """The pair judged by the filters in order; counted."""
-        self.pairs += 1
+    def judge_alone(self, src: str, tgt: str) -> tuple[str, str] | None:
+        """(filter, detail) of the first filter but duplicates that removes the pair."""
         for name, check in self.checks:
             detail = check(src, tgt)
             if detail is not None:
-                self.counts[name] += 1
-                return Judged(number, src, tgt, name, detail)
-        return Judged(number, src, tgt)
+                return name, detail
+        return None
+
+    def _repeated(self, src: str, tgt: str) -> tuple[str, str] | tuple[()]:
+        """(filter, detail) where a kept pair repeats an earlier kept one; () if new."""
+        if self.config.duplicates and self.seen.seen_or_add(f"{src}\t{tgt}"):
+            return "duplicate", "seen before"
+        folded = f"{fold(src)}\t{fold(tgt)}"
+        if self.config.near_duplicates and self.seen_folded.seen_or_add(folded):
+            return "near_duplicate", "seen before, once case and punctuation are folded"
+        return ()
+
+    def _counted(self, judged: Judged) -> Judged:
+        self.pairs += 1
+        if judged.removed_by is not None:
+            self.counts[judged.removed_by] += 1
+        return judged
 
     def report(self) -> dict:
         """Pairs in, out, and removed by each filter (all of them, zeros included)."""
@@ -120,13 +146,11 @@ class Cleaner:
             "empty": _empty if config.empty else None,
             "control_characters": _control if config.control_characters else None,
             "too_long": self._too_long if config.max_words or config.max_chars else None,
+            "letters": self._letters if config.min_letter_ratio else None,
             "length_ratio": self._length_ratio if config.max_ratio_deviation else None,
             "copy": self._copy if config.max_copy_overlap else None,
-            "letters": self._letters if config.min_letter_ratio else None,
             "held_out": self._held_out if self.held_out else None,
             "language": self._language if self.identifier else None,
-            "duplicate": self._duplicate if config.duplicates else None,
-            "near_duplicate": self._near_duplicate if config.near_duplicates else None,
         }
 
     def _too_long(self, src: str, tgt: str) -> str | None:
@@ -178,15 +202,81 @@ class Cleaner:
                     return f"{side} reads as {read_as}, not {language}"
         return None
 
-    def _duplicate(self, src: str, tgt: str) -> str | None:
-        return "seen before" if self.seen.seen_or_add(f"{src}\t{tgt}") else None
 
-    def _near_duplicate(self, src: str, tgt: str) -> str | None:
-        return (
-            "seen before, folded"
-            if self.seen_folded.seen_or_add(f"{fold(src)}\t{fold(tgt)}")
-            else None
-        )
+def cleaned_pairs(
+    pairs: Iterable[tuple[str, str]], data: DataConfig, clean: CleanConfig
+) -> Iterator[tuple[str, str]]:
+    """The pairs of `data`'s direction that `clean`'s filters keep, as `data.clean: true`
+    trains on them (what `nmt clean` writes); the counts are logged at the end."""
+    cleaner = Cleaner(clean, data.src_lang, data.tgt_lang, held_out_sentences(data))
+    for judged in cleaner.clean(pairs):
+        if judged.removed_by is None:
+            yield judged.src, judged.tgt
+    report = cleaner.report()
+    removed = ", ".join(f"{name} {count}" for name, count in report["removed"].items() if count)
+    log.info(
+        "data.clean: %d of %d %s-%s training pairs kept (removed: %s)",
+        report["pairs_out"],
+        report["pairs_in"],
+        data.src_lang,
+        data.tgt_lang,
+        removed or "none",
+    )
+
+
+def cleaning(config: Experiment) -> CleanConfig | None:
+    """The filters a run's train split goes through: its clean section under data.clean."""
+    return config.clean if config.data.clean else None
+
+
+def train_pairs(data: DataConfig, clean: CleanConfig | None) -> Iterator[tuple[str, str]]:
+    """The train split's pairs one at a time, cleaned by `clean`'s filters where given."""
+    pairs = read_pairs(data)
+    return pairs if clean is None else cleaned_pairs(pairs, data, clean)
+
+
+def held_out_sentences(data: DataConfig) -> list[str]:
+    """Both sides of the valid and test splits: what no training pair may hold."""
+    lines = []
+    for role in ("valid", "test"):
+        if getattr(data.splits, role) is not None:
+            text = load_split(data, role)
+            lines += [*text.src, *text.tgt]
+    return lines
+
+
+CHUNK = 2_000  # pairs a process judges at once
+
+
+def _in_processes(
+    cleaner: Cleaner, rows: Iterator[tuple[int, str, str]], workers: int
+) -> Iterator[tuple[tuple[int, str, str], tuple[str, str] | None]]:
+    """Each row with the verdict of `cleaner`'s filters but duplicates, judged a chunk at a
+    time by `workers` processes (each with a copy of the cleaner), in order."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")  # no torch threads inherited mid-use
+    with ProcessPoolExecutor(workers, context, initializer=_adopt, initargs=(cleaner,)) as pool:
+        pending: collections.deque = collections.deque()
+        chunks = iter(lambda: list(islice(rows, CHUNK)), [])
+        for chunk in chain(chunks, [None]):
+            if chunk is not None:
+                pending.append((chunk, pool.submit(_judge_chunk, [(s, t) for _, s, t in chunk])))
+            while pending and (chunk is None or len(pending) > 2 * workers):
+                done, verdicts = pending.popleft()
+                yield from zip(done, verdicts.result(), strict=True)
+
+
+_ADOPTED: list[Cleaner] = []  # a worker process's copy of the cleaner
+
+
+def _adopt(cleaner: Cleaner) -> None:
+    _ADOPTED[:] = [cleaner]
+
+
+def _judge_chunk(pairs: list[tuple[str, str]]) -> list[tuple[str, str] | None]:
+    return [_ADOPTED[0].judge_alone(src, tgt) for src, tgt in pairs]
 
 
 def _empty(src: str, tgt: str) -> str | None:
@@ -269,9 +359,7 @@ class LanguageRanks:
     """py3langid over all its 97 languages (a language it does not know is not judged)."""
 
     def __init__(self):
-        from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
-
-        self.model = LanguageIdentifier.from_modelpath(MODEL_DIR / MODEL_FILE)
+        self.model = _identifier()
         self.known = set(self.model.nb_classes)
 
     def outside_best(self, text: str, language: str, best: int) -> str | None:
@@ -282,6 +370,14 @@ class LanguageRanks:
             return None
         ranked = [found for found, _ in self.model.rank(text)[:best]]
         return None if language in ranked else top
+
+
+@functools.cache
+def _identifier():
+    """py3langid's model, loaded once a process (a third of a second)."""
+    from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
+
+    return LanguageIdentifier.from_modelpath(MODEL_DIR / MODEL_FILE)
 
 
 def unidentifiable(languages: Iterable[str]) -> list[str]:

@@ -16,6 +16,7 @@ from itertools import islice
 from pathlib import Path
 
 from nmt.config import DataConfig, Experiment
+from nmt.data.cleaning import cleaned_pairs, cleaning, train_pairs
 from nmt.data.directions import balanced_lines, direction_name
 from nmt.data.sources import (
     IndexedSource,
@@ -24,7 +25,7 @@ from nmt.data.sources import (
     arrow_source,
     memory_source,
 )
-from nmt.data.splits import ParallelText, cache_dir, load_split, load_train_split, read_pairs
+from nmt.data.splits import ParallelText, cache_dir, load_split, load_train_split
 from nmt.data.tokenizer import Tokenizer, build_tokenizer
 from nmt.errors import UserError
 
@@ -67,7 +68,7 @@ def _in_memory(
 ) -> tuple[Tokenizer, IndexedSource | SampledSource]:
     limits = config.data.max_pairs or {}
     texts = {
-        name: _first_pairs(load_train_split(one), limits.get(name))
+        name: _cleaned(_first_pairs(load_train_split(one), limits.get(name)), one, config)
         for name, one in directions.items()
     }
     if tokenizer is None:
@@ -105,13 +106,14 @@ def _cached_or_streamed(
             "in memory; set data.streaming: false and data.num_proc: null."
         )
     if tokenizer is None:
-        sample = [] if config.tokenizer.model else list(islice(read_pairs(data), TOKENIZER_SAMPLE))
+        pairs = train_pairs(data, cleaning(config))
+        sample = [] if config.tokenizer.model else list(islice(pairs, TOKENIZER_SAMPLE))
         tokenizer = build_tokenizer(
             config.tokenizer, [s for s, _ in sample], [t for _, t in sample], cache_dir(data)
         )
     if data.streaming:
         return tokenizer, StreamSource(
-            data, tokenizer, config.train.batch_tokens, config.train.seed
+            data, tokenizer, config.train.batch_tokens, config.train.seed, cleaning(config)
         )
     return tokenizer, arrow_source(config, tokenizer, run_dir / "cache")
 
@@ -143,6 +145,15 @@ def warn_unknown_pieces(
                 100 * share,
                 language,
             )
+
+
+def _cleaned(text: ParallelText, data: DataConfig, config: Experiment) -> ParallelText:
+    """The pairs `data.clean: true` keeps (nmt/data/cleaning.py), or all of them."""
+    if not config.data.clean:
+        return text
+    kept = list(cleaned_pairs(zip(text.src, text.tgt, strict=True), data, config.clean))
+    origin = f"{text.origin} (cleaned)"
+    return ParallelText([s for s, _ in kept], [t for _, t in kept], origin, text.files)
 
 
 def _first_pairs(text: ParallelText, limit: int | None) -> ParallelText:

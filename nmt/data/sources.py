@@ -32,10 +32,11 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, islice
 from pathlib import Path
 
-from nmt.config import DataConfig, Experiment
+from nmt.config import CleanConfig, DataConfig, Experiment
 from nmt.data.batching import EncodedSplit, TokenBatcher, encode_split
+from nmt.data.cleaning import cleaning, train_pairs
 from nmt.data.directions import sampling_probabilities
-from nmt.data.splits import ParallelText, locate, pair_rows
+from nmt.data.splits import ParallelText, locate
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 
@@ -149,9 +150,10 @@ class StreamSource:
         tokenizer: Tokenizer,
         batch_tokens: int,
         seed: int,
+        clean: CleanConfig | None = None,
         pool_batches: int = POOL_BATCHES,
     ):
-        self.data = data
+        self.data, self.clean = data, clean
         self.tokenizer = tokenizer
         self.batch_tokens = batch_tokens
         self.seed = seed
@@ -181,7 +183,9 @@ class StreamSource:
     def _encoded_rows(self) -> Iterator[dict]:
         import datasets
 
-        pairs = datasets.IterableDataset.from_generator(pair_rows, gen_kwargs={"config": self.data})
+        pairs = datasets.IterableDataset.from_generator(
+            pair_rows, gen_kwargs={"data": self.data, "clean": self.clean}
+        )
         return iter(
             pairs.map(RowEncoder(self.tokenizer), batched=True, remove_columns=["src", "tgt"])
         )
@@ -228,11 +232,11 @@ def arrow_source(config: Experiment, tokenizer: Tokenizer, cache_root: Path) -> 
     import datasets
 
     data = config.data
-    directory = cache_root / f"train-{_cache_key(data, tokenizer)}"
+    directory = cache_root / f"train-{_cache_key(data, cleaning(config), tokenizer)}"
     if directory.is_dir():
         log.info("reusing the tokenised train split in %s", directory)
     else:
-        _build_arrow_cache(data, tokenizer, directory)
+        _build_arrow_cache(data, cleaning(config), tokenizer, directory)
     dataset = datasets.load_from_disk(str(directory))
 
     def fetch(indices: list[int]) -> PairBatch:
@@ -249,7 +253,16 @@ def arrow_source(config: Experiment, tokenizer: Tokenizer, cache_root: Path) -> 
     return IndexedSource(batcher, fetch, f"{len(dataset)} training pairs")
 
 
-def _build_arrow_cache(data: DataConfig, tokenizer: Tokenizer, directory: Path) -> None:
+def pair_rows(data: DataConfig, clean: CleanConfig | None) -> Iterator[dict]:
+    """Rows {src, tgt} of the train split (cleaned by `clean`, if given); a generator
+    function for datasets.from_generator."""
+    for src, tgt in train_pairs(data, clean):
+        yield {"src": src, "tgt": tgt}
+
+
+def _build_arrow_cache(
+    data: DataConfig, clean: CleanConfig | None, tokenizer: Tokenizer, directory: Path
+) -> None:
     import datasets
     import pyarrow.compute as pc
 
@@ -257,7 +270,7 @@ def _build_arrow_cache(data: DataConfig, tokenizer: Tokenizer, directory: Path) 
     temporary = Path(tempfile.mkdtemp(prefix=".train-", dir=directory.parent))
     try:
         pairs = datasets.Dataset.from_generator(
-            pair_rows, gen_kwargs={"config": data}, cache_dir=str(temporary / "raw")
+            pair_rows, gen_kwargs={"data": data, "clean": clean}, cache_dir=str(temporary / "raw")
         )
         encoded = pairs.map(
             RowEncoder(tokenizer),
@@ -294,9 +307,10 @@ def _build_arrow_cache(data: DataConfig, tokenizer: Tokenizer, directory: Path) 
         shutil.rmtree(temporary, ignore_errors=True)
 
 
-def _cache_key(data: DataConfig, tokenizer: Tokenizer) -> str:
-    """Changes when the train files (path, size, mtime), the tokenizer or max_len change."""
-    digest = hashlib.sha256(f"v{CACHE_VERSION} max_len={data.max_len}".encode())
+def _cache_key(data: DataConfig, clean: CleanConfig | None, tokenizer: Tokenizer) -> str:
+    """Changes when the train files (path, size, mtime), the cleaning, the tokenizer or
+    max_len change."""
+    digest = hashlib.sha256(f"v{CACHE_VERSION} max_len={data.max_len} {clean}".encode())
     location = locate(data)
     digest.update(repr(location.describe()).encode())
     for name in ("src", "tgt"):

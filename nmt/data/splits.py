@@ -284,12 +284,6 @@ def _text(value) -> str:
     return "" if value is None else str(value).strip()
 
 
-def pair_rows(config: DataConfig) -> Iterator[dict]:
-    """Rows {src, tgt} of the train split; a generator function for datasets.from_generator."""
-    for src, tgt in read_pairs(config):
-        yield {"src": src, "tgt": tgt}
-
-
 def read_pairs(config: DataConfig, role: str = "train") -> Iterator[tuple[str, str]]:
     """The pairs of a split one at a time, never the whole split in memory."""
     location = locate(config, role)

@@ -48,12 +48,12 @@ from nmt.checkpoint import load_checkpoint, restore_model
 from nmt.config import Experiment, ModelConfig, config_to_dict
 from nmt.data.tokenizer import Tokenizer, Vocab, language_tag
 from nmt.errors import UserError
-from nmt.export.staging import check_output, staged
 from nmt.extras import require_extra
 from nmt.model.attention import Attention
 from nmt.model.layers import TransformerLayer
 from nmt.model.positions import RelativePositions
 from nmt.model.seq2seq import Seq2Seq
+from nmt.outputs import check_new_directory, staged
 from nmt.translate.shortlist import Shortlist, load_shortlist
 
 CONFIG_FILE = "nmt.json"
@@ -83,7 +83,7 @@ def export_ctranslate2(checkpoint: Path, output: Path, shortlist: int = 0) -> Pa
     """
     import_ctranslate2("nmt export --format ctranslate2")
     output = Path(output)
-    check_output(output)
+    check_new_directory(output)
     model, tokenizer, config = restore_model(load_checkpoint(checkpoint), checkpoint)
     refusal = unexportable(config.model)
     if refusal:

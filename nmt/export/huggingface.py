@@ -24,9 +24,9 @@ from nmt.data.tokenizer import Tokenizer, Vocab
 from nmt.errors import UserError
 from nmt.export.bart_layout import to_theirs
 from nmt.export.converter import longest_output, unexportable
-from nmt.export.staging import check_output, staged
 from nmt.extras import require_extra
 from nmt.model.seq2seq import Seq2Seq
+from nmt.outputs import check_new_directory, staged
 from nmt.version import __version__
 
 NEEDED_BY = "nmt export --format transformers"
@@ -42,7 +42,7 @@ def export_transformers(checkpoint: Path, output: Path) -> Path:
     (new or empty; written beside it and renamed into place)."""
     require_extra("hub", NEEDED_BY)
     output = Path(output)
-    check_output(output)
+    check_new_directory(output)
     payload = load_checkpoint(checkpoint)
     model, tokenizer, config = restore_model(payload, checkpoint)
     refusal = unexportable(config.model, RUNTIME) or transformers_refusal(config, tokenizer)

@@ -1,0 +1,128 @@
+"""The command that cleans a corpus: `nmt clean`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from nmt.cli.common import SetOption, guarded
+from nmt.cli.options import CHECKPOINT_HELP, WorkersOption
+from nmt.errors import UserError
+
+
+def clean(
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="The cleaned corpus directory to write (new or empty; with --overwrite, an "
+            "earlier clean's).",
+        ),
+    ] = None,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="The corpus directory to clean (default: the config's corpus: data.path, "
+            "the demo or a hub dataset).",
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            metavar="FILE",
+            help="An experiment YAML file: its data section (languages, splits, hub dataset) "
+            "and clean section (the filters' thresholds).",
+        ),
+    ] = None,
+    set_: SetOption = None,
+    src_lang: Annotated[
+        str | None, typer.Option(metavar="LANG", help="The source language (data.src_lang).")
+    ] = None,
+    tgt_lang: Annotated[
+        str | None, typer.Option(metavar="LANG", help="The target language (data.tgt_lang).")
+    ] = None,
+    workers: WorkersOption = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace the cleaned corpus in --out.")
+    ] = False,
+    score_with: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help=f"{CHECKPOINT_HELP}, translating source to target: with "
+            "--score-with-backward, also filter by dual conditional cross-entropy.",
+        ),
+    ] = None,
+    score_with_backward: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="The checkpoint translating target to source."),
+    ] = None,
+    keep_best: Annotated[
+        float | None,
+        typer.Option(
+            metavar="F", help="Keep the best F (0 to 1) of the pairs by dual cross-entropy."
+        ),
+    ] = None,
+    max_score: Annotated[
+        float | None,
+        typer.Option(metavar="S", help="Keep the pairs of dual cross-entropy at most S."),
+    ] = None,
+) -> None:
+    """Clean a parallel corpus: write its train split without the pairs the filters of the
+    config's `clean` section remove (empty, control characters, too long, a length ratio
+    far from the corpus's own, copies, mostly digits or punctuation, sentences of valid or
+    test, the wrong language, duplicates), each removed pair's reason in removed.tsv, a
+    report.json, and valid and test as they were: a corpus nmt train reads.
+
+    \b
+    Examples:
+      nmt clean --data crawled/ --src-lang de --tgt-lang en --out cleaned/
+      nmt clean --config configs/multi30k_de_en_best.yaml --out cleaned/ --set clean.language_rank=3
+      nmt clean --data crawled/ --out cleaned/ --score-with runs/de_en --score-with-backward \\
+        runs/en_de --keep-best 0.8
+      nmt train --config configs/multi30k_de_en_best.yaml --set data.path=cleaned/
+    """
+
+    def action() -> None:
+        from nmt.config import load_config, resolve_config
+        from nmt.corpus.clean import clean_corpus
+        from nmt.corpus.dual_scores import DualScoring
+
+        if out is None:
+            raise UserError("nmt clean needs --out DIR, the cleaned corpus directory to write.")
+        overrides = list(set_ or [])
+        for key, value in (("path", data), ("src_lang", src_lang), ("tgt_lang", tgt_lang)):
+            if value is not None:
+                overrides.append(f"data.{key}={value}")
+        if config is not None:
+            experiment = load_config(config, overrides)
+        else:
+            experiment = resolve_config({"name": "clean"}, overrides, "nmt clean")
+        scoring = None
+        if score_with is not None or score_with_backward is not None:
+            if score_with is None or score_with_backward is None:
+                raise UserError(
+                    "dual cross-entropy needs both models: --score-with FILE (source to "
+                    "target) and --score-with-backward FILE (target to source)."
+                )
+            scoring = DualScoring(score_with, score_with_backward, keep_best, max_score, workers)
+        elif keep_best is not None or max_score is not None:
+            raise UserError(
+                "--keep-best and --max-score choose by the models' scores: give --score-with "
+                "and --score-with-backward too."
+            )
+        done = clean_corpus(experiment.data, experiment.clean, out, workers, overwrite, scoring)
+        report = done.report
+        removed = ", ".join(f"{name} {n}" for name, n in report["removed"].items() if n)
+        typer.echo(
+            f"wrote {out}: {report['pairs_out']:,} of {report['pairs_in']:,} pairs kept "
+            f"(removed: {removed or 'none'}), {report['pairs_per_second']:,} pairs/s; the "
+            f"reasons in {out / 'removed.tsv'}, the counts in {out / 'report.json'}"
+        )
+
+    guarded(action)

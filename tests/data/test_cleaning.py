@@ -1,0 +1,177 @@
+"""Each rule-based filter on pairs built by hand, kept and removed; duplicates judged last,
+the first of equals kept; the length ratio measured on the corpus itself; processes change
+nothing; memory for duplicates is 8 bytes a pair."""
+
+import dataclasses
+import random
+
+import pytest
+
+from nmt.config import CleanConfig
+from nmt.data.cleaning import FILTERS, Cleaner, SeenHashes, fold
+
+# German-English pairs of ordinary length, as a corpus around the pairs under test: they
+# set the length ratio the ratio filter measures deviations from
+GOOD = [
+    ("Ein Hund läuft über die grüne Wiese.", "A dog runs across the green meadow."),
+    ("Zwei Kinder spielen im Sand am Strand.", "Two children are playing in the sand."),
+    ("Eine Frau liest ein Buch im Park.", "A woman is reading a book in the park."),
+    ("Der Mann fährt mit dem Fahrrad zur Arbeit.", "The man rides his bicycle to work."),
+    ("Drei Freunde sitzen an einem Tisch und lachen.", "Three friends sit at a table laughing."),
+    ("Ein kleines Mädchen isst ein rotes Eis.", "A little girl is eating a red ice cream."),
+]
+
+
+def corpus(extra, copies=12):
+    """The good pairs, reworded by number so that none repeats, then `extra`."""
+    pairs = [(f"{de} ({i})", f"{en} ({i})") for i in range(copies) for de, en in GOOD]
+    return pairs + list(extra)
+
+
+def verdicts(extra, held=(), **settings):
+    config = dataclasses.replace(CleanConfig(), **settings)
+    cleaner = Cleaner(config, "de", "en", held)
+    judged = list(cleaner.clean(corpus(extra)))
+    return {(j.src, j.tgt): (j.removed_by, j.detail) for j in judged[-len(extra) :]}, cleaner
+
+
+@pytest.mark.parametrize(
+    "pair, removed_by",
+    [
+        (("Ein Hund.", "   "), "empty"),
+        (("", "A dog."), "empty"),
+        (("Ein Hund\x07 bellt laut.", "A dog barks loudly."), "control_characters"),
+        (("Ein Hund bellt \ufffd laut.", "A dog barks loudly."), "control_characters"),
+        ((" ".join(["Wort"] * 300), " ".join(["word"] * 300)), "too_long"),
+        (("Ein Hund läuft über die grüne Wiese und bellt.", "A dog."), "length_ratio"),
+        (("Ein Hund läuft über die grüne Wiese.", "Ein Hund läuft über die grüne Wiese."), "copy"),
+        (
+            ("Der Hund läuft schnell über die Wiese.", "Der Hund lauft schnell über die Wiese!"),
+            "copy",
+        ),
+        (("Tel. 0049-30-1234567 / 89 / 10", "Phone 0049 30 1234567 89 10 - 11"), "letters"),
+        (
+            ("Siehe http://example.com/a/b/c/d/e/f", "See http://example.com/a/b/c/d/e/f/g"),
+            "letters",
+        ),
+        (("Ein Hund läuft über die Wiese.", "Un chien court sur la prairie."), "language"),
+        (("A dog runs across the green grass.", "A dog runs over the green meadow."), "language"),
+    ],
+)
+def test_each_filter_removes_what_it_names(pair, removed_by):
+    found, _ = verdicts([pair])
+    assert found[pair][0] == removed_by, found[pair]
+
+
+def test_ordinary_pairs_are_kept_by_every_filter():
+    found, cleaner = verdicts(corpus([], copies=1))  # the good pairs again, as they are
+    assert set(found.values()) == {("duplicate", "seen before")}  # all seen in the corpus
+    report = cleaner.report()
+    assert report["pairs_out"] == len(GOOD) * 12 and set(report["removed"]) == set(FILTERS)
+    assert cleaner.ratio is not None and 0.0 < cleaner.ratio[0] < 0.2  # German is longer
+
+
+def test_duplicates_keep_the_first_and_fold_case_punctuation_and_spaces():
+    pair = ("Der Hund bellt laut im Garten.", "The dog barks loudly in the garden.")
+    again = ("der Hund, bellt laut  im Garten", "The DOG barks loudly in the garden!")
+    found, cleaner = verdicts([pair, pair, again])
+    assert list(found.values()) == [
+        ("duplicate", "seen before"),
+        ("near_duplicate", "seen before, once case and punctuation are folded"),
+    ]
+    assert cleaner.report()["removed"]["duplicate"] == 1
+    assert fold("  The DOG, barks! ") == "the dog barks"
+
+
+def test_a_pair_of_valid_or_test_is_removed_wherever_it_stands():
+    held = ["The dog barks loudly in the garden."]
+    pair = ("Der Hund bellt laut im Garten.", "the dog barks loudly in the garden")
+    found, _ = verdicts([pair], held)
+    assert found[pair] == ("held_out", "target is a sentence of the valid or test split")
+    found, _ = verdicts([pair], held, held_out=False)
+    assert found[pair] == (None, "")
+
+
+# a key of the clean section, the filter it sets, and a pair that filter removes
+SWITCHES = [
+    ("empty", "empty", ("", "x")),
+    ("control_characters", "control_characters", ("Ein Hund\x07 bellt.", "A dog\x07 barks.")),
+    ("max_words", "too_long", (" ".join(["Wort"] * 300), " ".join(["word"] * 300))),
+    ("max_chars", "too_long", ("Hund" * 600, "dog" * 800)),
+    ("min_letter_ratio", "letters", ("Tel. 0049-30-1234567", "Phone 0049 30 1234567")),
+    ("max_ratio_deviation", "length_ratio", ("Ein Hund läuft über die grüne Wiese.", "A dog.")),
+    (
+        "max_copy_overlap",
+        "copy",
+        ("Ein Hund läuft über die Wiese.", "Ein Hund läuft über die Wiese."),
+    ),
+    (
+        "language_rank",
+        "language",
+        ("Ein Hund läuft über die Wiese.", "Un chien court sur l'herbe."),
+    ),
+    ("held_out", "held_out", ("Der Hund bellt laut.", "The dog barks loudly.")),
+    ("duplicates", "duplicate", GOOD[0]),
+    ("near_duplicates", "near_duplicate", ("ein Hund läuft über die grüne Wiese", GOOD[0][1])),
+]
+
+
+@pytest.mark.parametrize("key, name, pair", SWITCHES, ids=[key for key, _, _ in SWITCHES])
+def test_every_filter_removes_its_pair_and_can_be_turned_off(key, name, pair):
+    """On, the filter removes the pair (the one before it in the order keep it); off, it
+    does not (a later filter may)."""
+    held = ["The dog barks loudly."]
+    extra = [GOOD[0], pair] if name.endswith("duplicate") else [pair]
+    earlier = FILTERS[: FILTERS.index(name)]
+    unrelated = {"near_duplicates": False} if key == "duplicates" else {}
+    found, _ = verdicts(extra, held, **unrelated)
+    assert found[pair][0] == name, found[pair]
+    off = {key: False if isinstance(getattr(CleanConfig(), key), bool) else None}
+    found, _ = verdicts(extra, held, **off, **unrelated)
+    assert found[pair][0] not in (name, *earlier), found[pair]
+
+
+def test_the_length_ratio_is_the_corpus_own_whatever_the_languages():
+    """The same truncated target is judged against each corpus's own ratio: here targets
+    twice their sources' length are the norm."""
+    long_targets = [(de, f"{en} {en}") for de, en in GOOD]
+    config = dataclasses.replace(CleanConfig(), language_rank=None, max_copy_overlap=None)
+    cleaner = Cleaner(config, "de", "en")
+    pairs = [(f"{s} ({i})", f"{t} ({i})") for i in range(12) for s, t in long_targets]
+    kept_as_norm = ("Ein Hund bellt.", "A dog barks. A dog barks.")
+    cut = ("Ein Hund läuft über die grüne Wiese.", "A dog runs.")
+    judged = list(cleaner.clean([*pairs, kept_as_norm, cut]))
+    assert [j.removed_by for j in judged[-2:]] == [None, "length_ratio"]
+    assert cleaner.ratio[0] < -0.5  # log(source / target): targets are longer
+
+
+def test_too_few_pairs_measure_no_ratio():
+    cleaner = Cleaner(CleanConfig(), "de", "en")
+    judged = list(cleaner.clean([("Ein Hund.", "A very very very very long dog sentence.")]))
+    assert cleaner.ratio is None and judged[0].removed_by is None
+
+
+def test_a_language_py3langid_does_not_know_is_not_judged():
+    cleaner = Cleaner(CleanConfig(ratio_sample=1), "xx", "en")
+    judged = list(cleaner.clean([("Ein Hund läuft.", "A dog runs.")]))
+    assert judged[0].removed_by is None
+
+
+def test_processes_judge_as_one_does(tmp_path):
+    generator = random.Random(0)
+    pairs = corpus([], copies=300)
+    noisy = [(s, t) if generator.random() > 0.2 else (s, s) for s, t in pairs]
+    noisy += noisy[:50]  # duplicates, across chunks
+    config = dataclasses.replace(CleanConfig(), ratio_sample=200)
+    alone = list(Cleaner(config, "de", "en").clean(noisy))
+    together = list(Cleaner(config, "de", "en").clean(noisy, workers=2))
+    assert alone == together
+    assert {j.removed_by for j in alone} >= {None, "copy", "duplicate"}
+
+
+def test_seen_hashes_take_eight_bytes_a_text_once_merged():
+    seen = SeenHashes(merge_every=100)
+    texts = [f"pair {i}" for i in range(1000)]
+    assert not any(seen.seen_or_add(text) for text in texts)
+    assert all(seen.seen_or_add(text) for text in texts)
+    assert seen.sorted.nbytes == 8 * 1000 and not seen.recent
