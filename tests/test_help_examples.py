@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 import nmt
-from conftest import TINY_TRANSFORMER, tiny_experiment, write_marian_model
+from conftest import ROOT, TINY_TRANSFORMER, tiny_experiment, write_marian_model
 from nmt.checkpoint import load_checkpoint
 from nmt.cli import app
 
@@ -29,6 +29,7 @@ COMMANDS = (
     "eval",
     "score",
     "distill",
+    "clean",
     "average",
     "plot",
 )
@@ -56,6 +57,7 @@ def workdir(tmp_path_factory, corpus_dir):
     terms = ['{"include": ["hund"]}', "", '{"exclude": ["der"]}'] * lines
     (root / "terms.jsonl").write_text("\n".join(terms[:lines]) + "\n", "utf-8")
     write_marian_model(root / "opus-mt-en-de", corpus_dir)  # as a download leaves it
+    (root / "configs").symlink_to(ROOT / "configs")  # the shipped configs, as in a clone
     return root
 
 
@@ -151,6 +153,14 @@ def check_output(words: list[str], stdout: str, stdin: str | None) -> None:
             sources = lines_of(str(directory / direction["source"]))
             assert len(sources) == len(lines_of(str(directory / direction["target"])))
             assert len(sources) == direction["lines"] > 0
+    elif command == "clean":
+        directory = Path(option(words, "--out"))
+        report = json.loads((directory / "report.json").read_text("utf-8"))
+        kept = lines_of(str(directory / "train.en"))
+        assert len(kept) == len(lines_of(str(directory / "train.de"))) == report["pairs_out"] > 0
+        removed = lines_of(str(directory / "removed.tsv"))[1:]
+        assert report["pairs_in"] == report["pairs_out"] + len(removed)
+        assert f"wrote {directory}: {report['pairs_out']:,} of" in stdout
     elif command == "average":
         averaged = load_checkpoint(Path(option(words, "--output")))
         assert set(averaged["model"]) == set(load_checkpoint(Path("runs/demo/best.pt"))["model"])

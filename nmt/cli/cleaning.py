@@ -81,11 +81,10 @@ def clean(
 
     \b
     Examples:
-      nmt clean --data crawled/ --src-lang de --tgt-lang en --out cleaned/
-      nmt clean --config configs/multi30k_de_en_best.yaml --out cleaned/ --set clean.language_rank=3
-      nmt clean --data crawled/ --out cleaned/ --score-with runs/de_en --score-with-backward \\
-        runs/en_de --keep-best 0.8
-      nmt train --config configs/multi30k_de_en_best.yaml --set data.path=cleaned/
+      nmt clean --config configs/demo.yaml --out cleaned/demo
+      nmt clean --config configs/demo.yaml --out cleaned/demo --overwrite \\
+        --set clean.max_ratio_deviation=3
+      nmt train --config configs/demo.yaml --set data.path=cleaned/demo --run-dir runs/demo_cleaned
     """
 
     def action() -> None:

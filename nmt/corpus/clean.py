@@ -98,6 +98,10 @@ def _check_output(data: DataConfig, out: Path, overwrite: bool) -> None:
                         "another directory, so that the corpus stays as it is."
                     )
     if not out.is_dir() or not any(out.iterdir()):
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise UserError(f"--out {out}: cannot create {out.parent} ({error}).") from None
         return
     if not (out / REPORT).is_file():
         found = ", ".join(sorted(path.name for path in out.iterdir())[:6])
