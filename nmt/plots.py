@@ -141,7 +141,7 @@ def plot_curves(run_dir: Path, output: Path | None = None) -> list[Path]:
                 axes.plot(steps, values, marker="o" if len(steps) < 30 else None, label=label)
         axes.set_xlabel("step")
         axes.set_ylabel(ylabel)
-        axes.set_title(f"{run_dir.name}: {ylabel}")
+        axes.set_title(f"{run_dir.name}{precision_shown(records)}: {ylabel}")
         axes.grid(alpha=0.3)
         if axes.get_legend_handles_labels()[0]:
             axes.legend()
@@ -150,6 +150,13 @@ def plot_curves(run_dir: Path, output: Path | None = None) -> list[Path]:
         plt.close(figure)
         written.append(output / name)
     return written
+
+
+def precision_shown(records: list[dict]) -> str:
+    """ " (bf16)": the precision a run trained in, as its validations record it ("" where
+    none does: runs from before it was recorded)."""
+    found = [record["precision"] for record in records if "precision" in record]
+    return f" ({found[-1]})" if found else ""
 
 
 def run_labels(run_dirs: Sequence[Path]) -> list[str]:
@@ -175,7 +182,10 @@ def plot_comparison(run_dirs: Sequence[Path], output: Path) -> list[Path]:
     for run_dir, path in zip(run_dirs, resolved, strict=True):
         if resolved.count(path) > 1:
             raise UserError(f"{run_dir} is given more than once; name each run directory once.")
-    runs = {label: read_metrics(d) for label, d in zip(run_labels(run_dirs), run_dirs, strict=True)}
+    runs = {}
+    for label, run_dir in zip(run_labels(run_dirs), run_dirs, strict=True):
+        records = read_metrics(run_dir)
+        runs[label + precision_shown(records)] = records
     output.mkdir(parents=True, exist_ok=True)
     written = []
     for name, rows in COMPARISONS.items():

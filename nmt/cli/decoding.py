@@ -43,12 +43,13 @@ from nmt.errors import UserError
 from nmt.outputs import check_output
 
 SEARCH = ("batch_size", "beam", "alpha", "max_src_len", "max_len_extra", "no_repeat_ngram")
+COMPUTING = ("precision",)  # what the model computes in
 SAMPLING = ("nbest", "sample", "temperature", "top_k", "top_p", "seed")
 RESTRICTING = ("shortlist", "restrict_to_target_language")  # which output pieces search scores
 GRID = ("beam", "alpha")  # what `nmt eval` scores a grid of, each option given several times
 
 
-@decoding(*SEARCH, *RESTRICTING, "coverage_penalty", "max_constraints", *SAMPLING)
+@decoding(*SEARCH, *COMPUTING, *RESTRICTING, "coverage_penalty", "max_constraints", *SAMPLING)
 def translate(
     checkpoint: checkpoints_option("translate with an ensemble") = None,
     engine: EngineOption = "torch",
@@ -196,7 +197,7 @@ def _check_engine_options(
         )
 
 
-@decoding(*SEARCH, *RESTRICTING, "coverage_penalty", "max_constraints", repeatable=GRID)
+@decoding(*SEARCH, *COMPUTING, *RESTRICTING, "coverage_penalty", "max_constraints", repeatable=GRID)
 def evaluate(
     checkpoint: checkpoints_option(
         "compare systems (paired bootstrap p-values against the first)"
@@ -333,7 +334,7 @@ def _check_eval_options(
         )
 
 
-@decoding("batch_size", "max_src_len", "max_len_extra")
+@decoding("batch_size", "max_src_len", "max_len_extra", *COMPUTING)
 def score(
     checkpoint: checkpoints_option("score with an ensemble") = None,
     src: SrcOption = None,

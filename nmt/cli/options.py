@@ -113,6 +113,15 @@ DECODE_OPTIONS: dict[str, Any] = {  # unset, each comes from the checkpoint's de
             "decode.restrict_to_target_language).",
         ),
     ],
+    "precision": Annotated[
+        str | None,
+        typer.Option(
+            metavar="auto|fp32|bf16",
+            help="What search computes in: bf16 (bfloat16 weights and activations, scores "
+            "summed in float32) is faster where the CPU or GPU multiplies it natively; auto "
+            "chooses it there (default: decode.precision).",
+        ),
+    ],
     "max_constraints": Annotated[
         int | None,
         typer.Option(

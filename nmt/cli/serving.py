@@ -18,6 +18,7 @@ from nmt.cli.options import CHECKPOINT_HELP, QuantizeOption, WorkersOption, deco
     "max_constraints",
     "shortlist",
     "restrict_to_target_language",
+    "precision",
 )
 def serve(
     checkpoint: Annotated[

@@ -545,7 +545,8 @@ class TrainConfig:
     best_metric: Literal["bleu", "loss"] = "bleu"  # with several directions: their mean
     keep_last: int = 0
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    # auto: bf16 where the device multiplies it natively, else fp32 (nmt/train/precision.py)
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "fp32"
     tensorboard: bool = False
     log_every: int = 50
     valid_every: int = 500
@@ -648,6 +649,9 @@ class DecodeConfig:
     # a model that writes several languages writes only pieces its training targets in the
     # requested language used (nmt/translate/decoding.py::output_columns)
     restrict_to_target_language: bool = False
+    # what search computes in: bf16 weights and activations (scores summed in float32),
+    # auto: bf16 where the device multiplies it natively (nmt/translate/loading.py)
+    precision: Literal["auto", "fp32", "bf16"] = "fp32"
 
     def __post_init__(self) -> None:
         _positive(
@@ -673,6 +677,11 @@ class DecodeConfig:
             f"must be <= beam ({self.beam}) unless sampling, got {self.nbest}",
         )
         _require(self.top_k >= 0, "top_k", f"must be >= 0 (0: no limit), got {self.top_k}")
+        _require(
+            self.precision in ("auto", "fp32", "bf16"),
+            "precision",
+            f"must be auto, fp32 or bf16 (what search computes in), got {self.precision!r}",
+        )
         _require(0 < self.top_p <= 1, "top_p", f"must be in (0, 1], got {self.top_p}")
 
     def greedy(self) -> DecodeConfig:

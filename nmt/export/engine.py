@@ -44,6 +44,7 @@ from nmt.cores import available_cores
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.export.converter import CONFIG_FILE, VMAP_FILE, import_ctranslate2
+from nmt.model.device import resolve_precision
 from nmt.search import Hypothesis, max_lengths
 from nmt.search.constraints import Constraints
 from nmt.translate.loading import tokenizer_towards
@@ -248,13 +249,25 @@ def load_ctranslate2_translator(
         model = ct2.Translator(
             str(model_dir),
             device="cpu",
-            compute_type=quantize or "default",
+            compute_type=_compute_type(quantize, decode.precision),
             inter_threads=workers,
             intra_threads=1 if workers > 1 else torch.get_num_threads(),
         )
     except (RuntimeError, ValueError) as error:
         raise UserError(f"--model {model_dir}: CTranslate2 cannot load it ({error}).") from None
     return CTranslate2Translator(model, tokenizer, config, decode, workers, tgt_lang)
+
+
+def _compute_type(quantize: str | None, precision: str) -> str:
+    """CTranslate2's compute type for --quantize and decode.precision (bf16: bfloat16)."""
+    bf16 = resolve_precision(precision, torch.device("cpu")) == "bf16"
+    if quantize is not None and precision == "bf16":
+        raise UserError(
+            "--precision bf16 and --quantize int8 are two ways to compute faster: choose one."
+        )
+    if quantize is not None:
+        return quantize
+    return "bfloat16" if bf16 else "default"
 
 
 def _check_shortlist(model_dir: Path, asked: int, exported: int) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
 from nmt.errors import UserError
@@ -21,3 +23,29 @@ def resolve_device(name: str, local_rank: int = 0, setting: str = "train.device"
             f"(torch {torch.__version__}). Set {setting}: cpu, or auto."
         )
     return torch.device("cuda", local_rank % torch.cuda.device_count())
+
+
+def resolve_precision(name: str, device: torch.device) -> str:
+    """fp32, bf16 or fp16: `auto` made definite for `device`."""
+    if name != "auto":
+        return name
+    if device.type == "cuda":
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
+    return "bf16" if cpu_has_fast_bf16() else "fp32"
+
+
+def cpu_has_fast_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """True when the CPU has native bf16 matrix instructions (AMX or AVX-512 BF16).
+
+    torch.backends.cpu.get_cpu_capability() reports the vector ISA (e.g. AVX2, AVX512) but
+    not bf16 support, so the kernel's CPU flags decide; without /proc/cpuinfo, say no.
+    """
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return False
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.partition(":")[2].split())
+    return bool(flags & {"amx_bf16", "avx512_bf16"})

@@ -112,7 +112,7 @@ class Encoder(nn.Module):
         if self.scaled:
             states = states * math.sqrt(states.size(-1))
         if self.positions is not None:
-            states = states + self.positions(0, src.size(1), src.device)
+            states = states + self.positions(0, src.size(1), src.device).to(states.dtype)
         states = self.dropout(states)
         final = None
         for stage in self.stages:

@@ -143,5 +143,7 @@ class TransformerDecoder(nn.Module):
         the embeddings (the other kinds act in the self-attention), [B, T, D]."""
         embedded = self.embed(tokens) * self.scale
         if self.positions is not None:
-            embedded = embedded + self.positions(start, tokens.size(1), tokens.device)
+            embedded = embedded + self.positions(start, tokens.size(1), tokens.device).to(
+                embedded.dtype
+            )
         return self.dropout(embedded)

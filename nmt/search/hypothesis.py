@@ -147,7 +147,7 @@ def hypotheses_from_rows(
         attention = (
             None
             if weights is None
-            else weights[len(result), :steps, :, :length].to("cpu", copy=True)
+            else weights[len(result), :steps, :, :length].to("cpu", torch.float32, copy=True)
         )
         result.append(Hypothesis(row[:end], score, attention, steps))
     return result

@@ -96,6 +96,7 @@ class ServedModel:
                 "max_constraints": decode.max_constraints,
                 "shortlist": decode.shortlist,
                 "restrict_to_target_language": decode.restrict_to_target_language,
+                "precision": decode.precision,
             },
         }
 

@@ -6,6 +6,7 @@ a bad config or corpus leaves an old run as it was.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import random
@@ -20,7 +21,7 @@ from nmt.data.corpus import prepare_corpus
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.extras import require_extra
-from nmt.model.device import resolve_device
+from nmt.model.device import resolve_device, resolve_precision
 from nmt.model.seq2seq import build_model
 from nmt.train.distributed import local_rank, start_ranks, stop_ranks
 from nmt.train.progress import Outcome
@@ -72,6 +73,11 @@ def train_experiment(
     if config.train.tensorboard:
         require_extra("tensorboard", "train.tensorboard: true")
     device = resolve_device(config.train.device, local_rank())
+    # the precision written to config.yaml and the checkpoints is the one trained in
+    precision = resolve_precision(config.train.precision, device)
+    config = dataclasses.replace(
+        config, train=dataclasses.replace(config.train, precision=precision)
+    )
     ranks = start_ranks(device)
     try:
         return _train(config, run_dir, resume, overwrite, device, ranks)

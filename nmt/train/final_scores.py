@@ -26,8 +26,12 @@ def test_scores(
     each direction beside the mean (test_bleu_de-en, ...). Nothing without a test split."""
     if not corpus.test:
         return {}, {}
-    # without decode.shortlist, whose shortlist `nmt shortlist` learns after training
-    translator = Translator.load(run_dir / "best.pt", device, workers=None, shortlist=0)
+    # in the training precision; without decode.shortlist, whose shortlist `nmt shortlist`
+    # learns after training
+    computing = "bf16" if precision.name == "bf16" else "fp32"  # fp16: under autocast
+    translator = Translator.load(
+        run_dir / "best.pt", device, workers=None, shortlist=0, precision=computing
+    )
     several = len(corpus.test) > 1
     results = {}
     for name, text in corpus.test.items():

@@ -1,18 +1,30 @@
-"""Where training runs and in which precision: the device, autocast and fp16's grad scaler.
+"""Where training runs and in which precision.
 
-fp32 is the default everywhere. bf16 runs the forward pass under autocast on CPU or CUDA
-(parameters, optimizer state and the loss stay fp32); fp16 adds a GradScaler and is CUDA-only.
+fp32: everything in float32. bf16, as mixed-precision training is done (Micikevicius et
+al. 2018, with bfloat16's range there is no loss scaling): a bfloat16 copy of the model
+computes the forward and backward passes, activations included, so matrix products run on
+the bf16 units and the elementwise work moves half the bytes; its gradients are copied to
+the float32 master weights, which the optimizer (its state float32) steps, and the copy
+takes them back. Both copies live in one flat buffer each, so those copies are one each
+per step. Float32 stays where sums of many small terms need it: the loss (its softmax and
+sums, nmt/model/loss.py), and the statistics of layer norm and softmax, which torch's
+bf16 kernels keep in float32. fp16 (CUDA only) keeps autocast with a gradient scaler.
+
+`auto` is bf16 where the device multiplies bf16 natively (a CUDA GPU that supports it, a
+CPU with AMX or AVX-512 BF16), fp32 elsewhere.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
-from pathlib import Path
 
 import torch
+from torch import nn
 
 from nmt.errors import UserError
+from nmt.model.device import cpu_has_fast_bf16, resolve_precision
 
 log = logging.getLogger("nmt")
 
@@ -20,9 +32,11 @@ DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 class Precision:
-    """Autocast for the forward pass and a grad scaler (a no-op unless fp16)."""
+    """The model that computes (a bf16 copy, or the model itself), and what turns its
+    gradients into an update of the master weights (`scaler`: GradScaler's calls)."""
 
     def __init__(self, name: str, device: torch.device):
+        name = resolve_precision(name, device)
         if name == "fp16" and device.type != "cuda":
             raise UserError(
                 "train.precision fp16 needs a CUDA device (it relies on a GradScaler and fast "
@@ -32,33 +46,111 @@ class Precision:
             log.warning(
                 "warning: train.precision bf16 on a CPU without AMX or AVX-512 BF16: its bf16 "
                 "matrix products are emulated and can be hundreds of times slower than fp32. "
-                "Use train.precision: fp32 here."
+                "Use train.precision: fp32 (or auto) here."
             )
         if name == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise UserError("train.precision bf16: this GPU does not support bfloat16; use fp16.")
         self.name = name
         self.device = device
         self.dtype = DTYPES[name]
-        self.scaler = torch.amp.GradScaler(device.type, enabled=name == "fp16")
+        self.scaler: torch.amp.GradScaler | MasterWeights = torch.amp.GradScaler(
+            device.type, enabled=name == "fp16"
+        )
+
+    def computing(self, model: nn.Module) -> nn.Module:
+        """The model whose forward and backward passes train `model` (the master)."""
+        if self.name != "bf16":
+            return model
+        self.scaler = MasterWeights(model, self.dtype)
+        return self.scaler.compute
+
+    def inference(self, model: nn.Module) -> nn.Module:
+        """`model` (the master, or a moving average of it) as it translates in this
+        precision: the bf16 copy that trains, or a bf16 copy of the average."""
+        if not isinstance(self.scaler, MasterWeights):
+            return model
+        if model is self.scaler.master:
+            return self.scaler.compute
+        return copy.deepcopy(model).to(self.dtype)
 
     def autocast(self) -> contextlib.AbstractContextManager:
-        if self.dtype is None:
+        if self.name != "fp16":
             return contextlib.nullcontext()
         return torch.autocast(self.device.type, dtype=self.dtype)
 
 
-def cpu_has_fast_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
-    """True when the CPU has native bf16 matrix instructions (AMX or AVX-512 BF16).
+class MasterWeights:
+    """Float32 master weights behind a bf16 model, with GradScaler's interface so that the
+    training step reads the same in every precision: `unscale_` brings the bf16 gradients
+    to the master weights, `step` steps them and copies them back to the bf16 model."""
 
-    torch.backends.cpu.get_cpu_capability() reports the vector ISA (e.g. AVX2, AVX512) but
-    not bf16 support, so the kernel's CPU flags decide; without /proc/cpuinfo, say no.
-    """
-    try:
-        text = cpuinfo.read_text()
-    except OSError:
+    def __init__(self, master: nn.Module, dtype: torch.dtype):
+        self.master, self.compute = master, copy.deepcopy(master).to(dtype)
+        masters, computes = list(master.parameters()), list(self.compute.parameters())
+        self.master_data, self.master_grad = _flattened(masters)
+        self.compute_data, self.compute_grad = _flattened(computes)
+        self.master_params = masters
+
+    def scale(self, loss: torch.Tensor) -> torch.Tensor:
+        return loss
+
+    def unscale_(self, optimizer: torch.optim.Optimizer) -> None:
+        """The bf16 gradients, as float32, become the master weights' (one copy); the
+        bf16 ones are zeroed for the next step."""
+        self.master_grad.copy_(self.compute_grad)
+        self.compute_grad.zero_()
+        views = _views(self.master_grad, self.master_params)
+        for parameter, grad in zip(self.master_params, views, strict=True):
+            parameter.grad = grad
+
+    def step(self, optimizer: torch.optim.Optimizer) -> None:
+        optimizer.step()
+        self.sync()
+
+    def sync(self) -> None:
+        """The bf16 model takes the master weights (one copy)."""
+        with torch.no_grad():
+            self.compute_data.copy_(self.master_data)
+
+    def update(self) -> None:
+        pass
+
+    def is_enabled(self) -> bool:
         return False
-    flags = set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            flags.update(line.partition(":")[2].split())
-    return bool(flags & {"amx_bf16", "avx512_bf16"})
+
+    def get_scale(self) -> float:
+        return 1.0
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Called on resume once the master weights are restored: the bf16 model takes
+        them."""
+        self.sync()
+
+
+def _flattened(parameters: list[nn.Parameter]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Moves the parameters' data into one flat buffer, and gives each a gradient that is
+    a view of another; the two buffers."""
+    first = parameters[0]
+    total = sum(p.numel() for p in parameters)
+    data = first.new_empty(total)
+    grad = first.new_zeros(total)
+    views = _views(data, parameters)
+    with torch.no_grad():
+        for parameter, view in zip(parameters, views, strict=True):
+            view.copy_(parameter)
+            parameter.data = view
+    for parameter, view in zip(parameters, _views(grad, parameters), strict=True):
+        parameter.grad = view
+    return data, grad
+
+
+def _views(flat: torch.Tensor, parameters: list[nn.Parameter]) -> list[torch.Tensor]:
+    """Each parameter's shape as a view of its stretch of `flat`."""
+    views, start = [], 0
+    for parameter in parameters:
+        views.append(flat[start : start + parameter.numel()].view_as(parameter))
+        start += parameter.numel()
+    return views

@@ -61,7 +61,8 @@ class Trainer:
         self.ranks = ranks or Ranks()
         self.precision = Precision(config.train.precision, self.device)
         self.model = model.to(self.device)  # what is saved: never the DDP wrapper
-        self.network = self.ranks.wrap(self.model, self.device)  # what computes gradients
+        # what computes gradients: the model, or its bf16 copy (nmt/train/precision.py)
+        self.network = self.ranks.wrap(self.precision.computing(self.model), self.device)
         self.optimizer = build_optimizer(self.model.parameters(), config.train)
         decay = config.train.ema_decay
         # one moving average, on the process that validates and saves
@@ -121,7 +122,8 @@ class Trainer:
 
     def update(self, drawn: list[Batch], step: int) -> tuple[torch.Tensor, int, int] | None:
         """Update `step` on `drawn`, back-translated first where that applies (fit, bench)."""
-        return self.train_step(self.backtranslation.update(self.model, drawn, step))
+        translating = self.precision.inference(self.model)
+        return self.train_step(self.backtranslation.update(translating, drawn, step))
 
     def train_step(self, batches: list[Batch]) -> tuple[torch.Tensor, int, int] | None:
         """One update from `train.accum_steps` micro-batches. Returns this rank's summed loss

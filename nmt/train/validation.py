@@ -48,10 +48,11 @@ class Validator:
         """The validation record of the model as it stands at `progress.step`."""
         limit = self.config.train.valid_max_sentences
         rows = {}
+        model = self.precision.inference(self.model)  # validated in the training precision
         with rng_preserved(), torch.no_grad(), self.precision.autocast():
             for name, valid in self.corpus.valid.items():
                 text = ParallelText(valid.src[:limit], valid.tgt[:limit], valid.origin)
-                rows[name] = self._scores(text, target_language(name))
+                rows[name] = self._scores(model, text, target_language(name))
         means = {key: sum(row[key] for row in rows.values()) / len(rows) for key in MEANS}
         record = {
             "step": progress.step,
@@ -63,17 +64,17 @@ class Validator:
         if len(rows) > 1:
             for name, row in rows.items():
                 record.update({f"valid_{key}_{name}": row[key] for key in ("bleu", "chrf")})
-        return {**record, "minutes": round(progress.minutes(), 2)}
+        return {**record, "minutes": round(progress.minutes(), 2), "precision": self.precision.name}
 
-    def _scores(self, text: ParallelText, language: str) -> dict:
+    def _scores(self, model: torch.nn.Module, text: ParallelText, language: str) -> dict:
         tokenizer = self.corpus.tokenizer
         translator = Translator(
-            self.model, tokenizer, self.config, self.config.decode.greedy(), tgt_lang=language
+            model, tokenizer, self.config, self.config.decode.greedy(), tgt_lang=language
         )
         scores = evaluate(translator, text).scores
         batch_size = self.config.decode.batch_size
         loss = valid_loss(
-            self.model, tokenizer.towards(language), text.src, text.tgt, batch_size, self.device
+            model, tokenizer.towards(language), text.src, text.tgt, batch_size, self.device
         )
         return {"loss": loss, "bleu": scores.bleu, "chrf": scores.chrf}
 

@@ -15,7 +15,7 @@ from nmt.checkpoint import checkpoint_file, load_checkpoint, restore_model
 from nmt.config import ConfigError, DecodeConfig, Experiment
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
-from nmt.model.device import resolve_device
+from nmt.model.device import resolve_device, resolve_precision
 from nmt.search import Ensemble
 from nmt.translate.quantize import quantize as quantize_model
 
@@ -47,6 +47,24 @@ def load_model(
     if quantize is not None:
         model = quantize_model(model, quantize)
     return model, tokenizer, config, device
+
+
+def in_precision(
+    model: torch.nn.Module, precision: str, quantize: str | None, device: torch.device
+) -> torch.nn.Module:
+    """`model` as search computes with it under decode.precision: bf16 weights (so bf16
+    activations, search summing scores in float32), or as it is; `auto` is bf16 where
+    `device` multiplies it natively, unless the weights are int8."""
+    if quantize is not None:
+        if precision == "bf16":
+            raise UserError(
+                "--precision bf16 and --quantize int8 are two ways to compute faster (the "
+                "int8 layers compute in int8 and float32): choose one."
+            )
+        return model
+    if resolve_precision(precision, device) == "bf16":
+        return model.to(torch.bfloat16)
+    return model
 
 
 def decode_settings(decode: DecodeConfig, options: dict[str, Any]) -> DecodeConfig:

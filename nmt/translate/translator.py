@@ -28,6 +28,7 @@ from nmt.translate.loading import (
     PathLike,
     checkpoint_paths,
     decode_settings,
+    in_precision,
     load_model,
     tokenizer_towards,
 )
@@ -86,23 +87,22 @@ class Translator:
         **decode: Any,
     ) -> Translator:
         """One checkpoint, or several as an ensemble (every step averages their predictions);
-        a checkpoint is a .pt file or a run directory (its best.pt).
-
-        `device`: "auto" (CUDA when torch sees one, unless quantized), "cpu", "cuda" or a
-        torch.device. `workers`: batches decoded side by side, each on one torch thread
-        (default one; None: one per core on a CPU, one on a GPU). `quantize`
-        "int8": int8 Linear and recurrent layers, CPU only (nmt/translate/quantize.py).
-        `attention_layer` (1 to its layers): whose attention over the source a Transformer
-        reports, for alignments and plots (default: the last). `tgt_lang`: the language to
-        write, for a model that writes several (`target_languages`); translate's own
-        tgt_lang overrides it. `decode` replaces the first checkpoint's decode settings
-        (beam=5, nbest=2, shortlist=50, ...). Ensemble members must share both vocabularies
-        and their languages; with `shortlist`, the first checkpoint's shortlist file serves.
-        """
+        a checkpoint is a .pt file or a run directory (its best.pt). `device`: "auto" (CUDA
+        when torch sees one, unless quantized), "cpu", "cuda" or a torch.device. `workers`:
+        batches decoded side by side, each on one torch thread (default one; None: one per
+        core on a CPU, one on a GPU). `quantize` "int8": int8 Linear and recurrent layers,
+        CPU only (nmt/translate/quantize.py). `attention_layer` (1 to its layers): whose
+        attention over the source a Transformer reports (default: the last). `tgt_lang`:
+        the language to write, for a model that writes several (`target_languages`).
+        `decode` replaces the first checkpoint's decode settings (beam=5, nbest=2,
+        shortlist=50, precision="bf16": what search computes in). Ensemble members must
+        share both vocabularies and their languages; with `shortlist`, the first
+        checkpoint's shortlist file serves."""
         model, tokenizer, config, device = load_model(
             checkpoints, device, quantize, attention_layer
         )
         settings = decode_settings(config.decode, decode)
+        model = in_precision(model, settings.precision, quantize, device)
         if workers is None:
             workers = available_cores() if device.type == "cpu" else 1
         first, best = checkpoint_paths(checkpoints)[0], settings.shortlist

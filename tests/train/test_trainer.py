@@ -215,7 +215,7 @@ def test_validation_leaves_the_rng_streams_untouched(corpus_dir, tokenizer):
     record = validator.record(Progress(step=5))
     assert draws  # the model did draw
     assert torch.equal(torch.rand(3), expected[0]) and random.random() == expected[1]
-    keys = ["step", "valid_loss", "valid_ppl", "valid_bleu", "valid_chrf", "minutes"]
+    keys = ["step", "valid_loss", "valid_ppl", "valid_bleu", "valid_chrf", "minutes", "precision"]
     assert list(record) == keys and record["step"] == 5
 
 
