@@ -3,7 +3,8 @@
 Warms up, then times real training steps (the trainer's own `update`, online
 back-translation included where the config turns it on) on real data and prints one JSON
 line. Utilisation = analytic forward+backward FLOPs per real target token
-× tokens/s ÷ the float32 matmul FLOP/s of this machine, measured here with a large torch.mm.
+× tokens/s ÷ the matmul FLOP/s of this machine in the precision trained in (both fp32's and
+bf16's are measured here with a large torch.mm, and printed).
 
     python scripts/bench_train.py                                  # Multi30k rnnsearch if present
     python scripts/bench_train.py --config configs/multi30k_de_en_multihead.yaml --steps 100
@@ -37,11 +38,13 @@ ROOT = Path(__file__).resolve().parents[1]
 MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
 
 
-def matmul_flops(size: int = 2048, repeats: int = 10) -> float:
-    """Float32 FLOP/s of a large square torch.mm on this machine (best of `repeats`)."""
+def matmul_flops(dtype_name: str = "fp32", size: int = 2048, repeats: int = 10) -> float:
+    """FLOP/s of a large square torch.mm in fp32 or bf16 on this machine (best of
+    `repeats`)."""
     import torch
 
-    a, b = torch.randn(size, size), torch.randn(size, size)
+    dtype = torch.bfloat16 if dtype_name == "bf16" else torch.float32
+    a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
     torch.mm(a, b)
     best = float("inf")
     for _ in range(repeats):
@@ -135,6 +138,7 @@ def main() -> None:
 
     from nmt.config import load_config
     from nmt.data.corpus import prepare_corpus
+    from nmt.model.device import cpu_has_fast_bf16
     from nmt.model.seq2seq import build_model
     from nmt.train.experiment import seed_everything
     from nmt.train.trainer import Trainer
@@ -167,7 +171,10 @@ def main() -> None:
         for _ in range(args.warmup):
             trainer.update([next(batches)], step)
         timed = [next(batches) for _ in range(args.steps)]
-        peak_before = matmul_flops()
+        trained_in = trainer.precision.name  # what `auto` resolved to
+        # bf16's peak where it is native: emulated, one product takes minutes
+        measured = ("fp32", "bf16") if cpu_has_fast_bf16() or trained_in == "bf16" else ("fp32",)
+        peaks_before = {name: matmul_flops(name) for name in measured}
         started = time.perf_counter()
         for number, batch in enumerate(timed):
             trainer.update([batch], step + number)
@@ -185,8 +192,10 @@ def main() -> None:
     )
     flops_per_token = 6 * macs / tokens  # forward 2 FLOPs per MAC, backward twice the forward
     tokens_per_s = tokens / seconds
-    # Peak: the best of a measurement before and after the timed steps (the machine drifts).
-    peak = max(peak_before, matmul_flops())
+    # Peaks: the best of a measurement before and after the timed steps (the machine drifts);
+    # utilisation is against the peak of the precision trained in
+    peaks = {name: max(before, matmul_flops(name)) for name, before in peaks_before.items()}
+    peak = peaks["bf16" if trained_in == "bf16" else "fp32"]
     padded = sum(batch.tgt_out.numel() for batch in timed)
     print(
         json.dumps(
@@ -202,7 +211,8 @@ def main() -> None:
                 "steps_per_s": round(len(timed) / seconds, 3),
                 "peak_rss_mb": round(peak_rss_mb(), 1),
                 "flops_per_token": round(flops_per_token),
-                "matmul_flops": round(peak),
+                "precision": trained_in,
+                "matmul_flops": {name: round(value) for name, value in peaks.items()},
                 "utilisation": round(flops_per_token * tokens_per_s / peak, 3),
                 **({"profile": profile} if profile else {}),
             }

@@ -314,16 +314,23 @@ class Attention(nn.Module):
             if bias is not None:
                 allowed = bias if allowed is None else bias.masked_fill(~allowed, -math.inf)
             causal = False
+        keys, values, dtype = memory.keys, memory.values, queries.dtype
+        if dtype == torch.bfloat16 and queries.device.type == "cpu":
+            # torch's CPU kernel runs bf16 attention 4x slower than float32 (its backward
+            # most), and float32 keeps the softmax's sums exact: this small share of the
+            # products computes in float32
+            queries, keys, values = queries.float(), keys.float(), values.float()
+            allowed = allowed if allowed is None or allowed.dtype == torch.bool else allowed.float()
         heads = F.scaled_dot_product_attention(
             queries,
-            memory.keys,
-            memory.values,
+            keys,
+            values,
             attn_mask=allowed,
             dropout_p=dropout,
             is_causal=causal,
             scale=self.scorer.scale,
         )
-        return self._output(heads)
+        return self._output(heads.to(dtype))
 
     def _output(self, heads: torch.Tensor) -> torch.Tensor:
         """heads [B, H, T, d_v] -> [B, T, C]."""

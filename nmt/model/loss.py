@@ -65,7 +65,9 @@ def _chunked(
 ) -> tuple[torch.Tensor, ...]:
     """The summed loss (and, if asked, the gradients of it) chunk by chunk, without a host sync.
 
-    Runs outside autocast: products in the features' dtype, softmax and sums in float32.
+    Runs outside autocast: products and the softmax's exponentials in the features' dtype
+    (bf16's halve the bytes through the largest tensor of a step), their sums, the loss and
+    the gradients' sums in float32.
     """
     vocab, padded = weight.size(0), -(-weight.size(0) // ALIGN) * ALIGN
     dtype = features.dtype
@@ -87,24 +89,26 @@ def _chunked(
         for start in range(0, features.size(0), CHUNK_ROWS):
             rows = slice(start, start + CHUNK_ROWS)
             chunk, target, keep = features[rows], targets[rows, None], real[rows]
-            logits = torch.addmm(aligned_bias, chunk, aligned_weight.t()).float()
-            target_logit = logits.gather(1, target)
+            logits = torch.addmm(aligned_bias, chunk, aligned_weight.t())  # features' dtype
+            target_logit = logits.gather(1, target).float()
             peak = logits.amax(-1, keepdim=True)
             exps = logits.sub_(peak).exp_()  # in place: one pass over the logits, one exp
-            sums = exps.sum(-1, keepdim=True)
+            sums = exps.sum(-1, keepdim=True, dtype=torch.float32)  # the statistics: float32
             mean_logit = chunk.float() @ mean_weight[:, None] + mean_bias
-            per_token = peak + sums.log() - (1 - smoothing) * target_logit
+            per_token = peak.float() + sums.log() - (1 - smoothing) * target_logit
             loss += (per_token - smoothing * mean_logit).masked_fill(~keep, 0).sum()
             if not gradients:
                 continue
-            grad_logits = exps.mul_(keep / sums)  # the softmax; rows of padding targets 0
-            grad_logits.scatter_add_(1, target, keep * (smoothing - 1.0))
-            grad_logits = grad_logits.to(chunk.dtype)
+            grad_logits = exps.mul_((keep / sums).to(dtype))  # the softmax; padding rows 0
+            grad_logits.scatter_add_(1, target, (keep * (smoothing - 1.0)).to(dtype))
             # -eps mean_v z_v adds -eps / V to the gradient of every real logit
             grad_features[rows] = (grad_logits @ aligned_weight).float() - smoothing * (
                 keep * mean_weight
             )
-            grad_weight.addmm_(grad_logits.t().float(), chunk.float())
+            if chunk.dtype == grad_weight.dtype:  # float32: accumulated in place
+                grad_weight.addmm_(grad_logits.t(), chunk)
+            else:  # bf16: the product on bf16's units, summed in float32
+                grad_weight += grad_logits.t() @ chunk
             grad_bias += grad_logits.float().sum(0)
         if not gradients:
             return (loss,)
