@@ -15,10 +15,17 @@ Names load on first use, so `import nmt` (and `nmt --help`) does not import torc
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
 
 from nmt.errors import UserError
 from nmt.version import __version__
+
+# oneDNN, which runs torch's bf16 matrix products on a CPU, caches a primitive per input
+# shape, each holding megabytes, up to 1024 by default: training's batches come in hundreds
+# of shapes, so a bf16 run grew by gigabytes. 64 bounds that at no cost in speed (measured,
+# docs/results.md). Read when oneDNN first runs, so set before torch computes anything.
+os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64")
 
 __all__ = [
     "Translator",
