@@ -32,9 +32,11 @@ from nmt.cli.decoding_options import (
 from nmt.cli.options import (
     JsonOption,
     QuantizeOption,
+    SrcLangOption,
     SrcOption,
     TgtLangOption,
     TgtOption,
+    ThenOption,
     WorkersOption,
     checkpoints_option,
     decoding,
@@ -44,12 +46,15 @@ from nmt.outputs import check_output
 
 SEARCH = ("batch_size", "beam", "alpha", "max_src_len", "max_len_extra", "no_repeat_ngram")
 COMPUTING = ("precision",)  # what the model computes in
+PIVOTING = ("through", "pivot_candidates")  # a pivot language between source and target
 SAMPLING = ("nbest", "sample", "temperature", "top_k", "top_p", "seed")
 RESTRICTING = ("shortlist", "restrict_to_target_language")  # which output pieces search scores
 GRID = ("beam", "alpha")  # what `nmt eval` scores a grid of, each option given several times
 
 
-@decoding(*SEARCH, *COMPUTING, *RESTRICTING, "coverage_penalty", "max_constraints", *SAMPLING)
+@decoding(
+    *SEARCH, *COMPUTING, *PIVOTING, *RESTRICTING, "coverage_penalty", "max_constraints", *SAMPLING
+)
 def translate(
     checkpoint: checkpoints_option("translate with an ensemble") = None,
     engine: EngineOption = "torch",
@@ -64,6 +69,8 @@ def translate(
     constraints: ConstraintsOption = None,
     prefix: PrefixOption = None,
     tgt_lang: TgtLangOption = None,
+    src_lang: SrcLangOption = None,
+    then: ThenOption = None,
     decode: dict | None = None,
 ) -> None:
     """Translate text with a checkpoint: one output line per input line, in input order.
@@ -79,6 +86,7 @@ def translate(
       nmt translate --checkpoint runs/demo/best.pt --quantize int8 --input test.en
       nmt translate --engine ctranslate2 --model exported/demo_transformer --input test.en
       nmt translate --checkpoint runs/demo/best.pt --input test.en --constraints terms.jsonl
+      nmt translate --checkpoint runs/demo --then runs/demo_back --input test.en
     """
 
     def action() -> None:
@@ -86,7 +94,7 @@ def translate(
         from nmt.translate.lines import FileLines, InputLines, write_translations
 
         _check_engine_options(
-            engine, checkpoint, model, decode, alignments, attention_plots, attention_layer
+            engine, checkpoint, model, decode, alignments, attention_plots, attention_layer, then
         )
         if output is not None:
             given = [("--input", input), ("--constraints", constraints), ("--prefix", prefix)]
@@ -104,7 +112,15 @@ def translate(
             if prefix:
                 starts = files.enter_context(FileLines("--prefix", prefix, prefix_line))
             translator = _translator(
-                engine, checkpoint, model, quantize, workers, tgt_lang, attention_layer, decode
+                engine,
+                checkpoint,
+                model,
+                quantize,
+                workers,
+                tgt_lang,
+                attention_layer,
+                then,
+                decode,
             )
             with output_stream(output) as sink:
                 write_translations(
@@ -115,6 +131,7 @@ def translate(
                     plot_dir=attention_plots,
                     constraints=terms,
                     prefixes=starts,
+                    src_lang=src_lang,
                 )
 
     guarded(action)
@@ -136,9 +153,11 @@ def _translator(
     workers: int | None,
     tgt_lang: str | None,
     attention_layer: int | None,
+    then: Path | None,
     decode: dict,
 ) -> Any:
-    """Our Translator of the checkpoints, or CTranslate2's of an exported model."""
+    """Our Translator of the checkpoints (chained to `then`), or CTranslate2's of an
+    exported model."""
     if engine == "ctranslate2":
         from nmt.export.engine import load_ctranslate2_translator
 
@@ -151,6 +170,7 @@ def _translator(
         quantize=quantize,
         workers=workers,
         tgt_lang=tgt_lang,
+        then=then,
         **decode,
     )
 
@@ -163,6 +183,7 @@ def _check_engine_options(
     alignments: bool,
     attention_plots: Path | None,
     attention_layer: int | None,
+    then: Path | None = None,
 ) -> None:
     """Refuses what the chosen engine cannot do: each reads its own kind of model."""
     if engine == "torch":
@@ -188,6 +209,8 @@ def _check_engine_options(
         "--alignments": alignments,
         "--attention-plots": attention_plots is not None,
         "--attention-layer": attention_layer is not None,
+        "--through": decode.get("through") is not None,
+        "--then": then is not None,
     }
     refused = [option for option, given in unsupported.items() if given]
     if refused:
@@ -334,7 +357,7 @@ def _check_eval_options(
         )
 
 
-@decoding("batch_size", "max_src_len", "max_len_extra", *COMPUTING)
+@decoding("batch_size", "max_src_len", "max_len_extra", *COMPUTING, *PIVOTING)
 def score(
     checkpoint: checkpoints_option("score with an ensemble") = None,
     src: SrcOption = None,

@@ -8,12 +8,12 @@ from typing import Annotated
 import typer
 
 from nmt.cli.common import guarded
-from nmt.cli.decoding import COMPUTING, RESTRICTING, SEARCH
+from nmt.cli.decoding import COMPUTING, PIVOTING, RESTRICTING, SEARCH
 from nmt.cli.options import QuantizeOption, WorkersOption, checkpoints_option, decoding
 from nmt.errors import UserError
 
 
-@decoding(*SEARCH, *COMPUTING, *RESTRICTING, "coverage_penalty")
+@decoding(*SEARCH, *COMPUTING, *PIVOTING, *RESTRICTING, "coverage_penalty")
 def distill(
     checkpoint: checkpoints_option("distil with an ensemble") = None,
     out: Annotated[

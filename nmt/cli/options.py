@@ -122,6 +122,24 @@ DECODE_OPTIONS: dict[str, Any] = {  # unset, each comes from the checkpoint's de
             "chooses it there (default: decode.precision).",
         ),
     ],
+    "through": Annotated[
+        str | None,
+        typer.Option(
+            metavar="LANG",
+            help="Translate into LANG first, then from LANG into the target (pivoting); a "
+            "direction a multilingual model never trained goes through the language that "
+            "connects it unless decode.zero_shot is direct (default: decode.through).",
+        ),
+    ],
+    "pivot_candidates": Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            metavar="K",
+            help="Through a pivot, the first leg's K best each give K translations, ranked by "
+            "the two legs' summed log-probability (default: decode.pivot_candidates).",
+        ),
+    ],
     "max_constraints": Annotated[
         int | None,
         typer.Option(
@@ -148,6 +166,23 @@ TgtLangOption = Annotated[
         metavar="LANG",
         help="The language to translate into, for a model trained to write several "
         "(data.directions); a model that writes one needs none.",
+    ),
+]
+ThenOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE",
+        help=f"{CHECKPOINT_HELP} that translates on from the translations of --checkpoint: "
+        "a chain of two models, e.g. German-English then English-Czech.",
+    ),
+]
+SrcLangOption = Annotated[
+    str | None,
+    typer.Option(
+        "--src-lang",
+        metavar="LANG",
+        help="The input's language, where it decides whether a multilingual model pivots "
+        "(default: what py3langid reads among the model's source languages).",
     ),
 ]
 QuantizeOption = Annotated[

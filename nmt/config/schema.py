@@ -652,10 +652,29 @@ class DecodeConfig:
     # what search computes in: bf16 weights and activations (scores summed in float32),
     # auto: bf16 where the device multiplies it natively (nmt/translate/loading.py)
     precision: Literal["auto", "fp32", "bf16"] = "fp32"
+    # Pivoting (nmt/translate/pivot.py): translate into `through` first, then from it into
+    # the target; a direction a multilingual model never trained goes through the language
+    # that connects it (zero_shot: pivot), or directly (direct); `pivot_candidates` k: the
+    # first leg's k best each give k, ranked by the two legs' summed log-probability
+    through: str | None = None
+    zero_shot: Literal["pivot", "direct"] = "pivot"
+    pivot_candidates: int = 1
 
     def __post_init__(self) -> None:
         _positive(
-            self, "batch_size", "beam", "nbest", "temperature", "max_src_len", "max_constraints"
+            self,
+            "batch_size",
+            "beam",
+            "nbest",
+            "temperature",
+            "max_src_len",
+            "max_constraints",
+            "pivot_candidates",
+        )
+        _require(
+            self.zero_shot in ("pivot", "direct"),
+            "zero_shot",
+            f"must be pivot or direct, got {self.zero_shot!r}",
         )
         _require(self.shortlist >= 0, "shortlist", f"must be >= 0 (0: off), got {self.shortlist}")
         _require(

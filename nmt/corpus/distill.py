@@ -109,9 +109,9 @@ def distil(
     try:
         if any(d.lines is None for d in manifest.directions):
             manifest = _prepared(out, corpus, manifest)
-        for (_, target), direction in zip(corpus.pairs, manifest.directions, strict=True):
+        for pair, direction in zip(corpus.pairs, manifest.directions, strict=True):
             if not direction.done:
-                manifest = _translated(translator, out, manifest, direction, target)
+                manifest = _translated(translator, out, manifest, direction, pair)
     except KeyboardInterrupt:
         log.warning("warning: %s is unfinished; run the same command again to finish it.", out)
         raise
@@ -200,9 +200,14 @@ def _prepared(out: Path, corpus: DataConfig, manifest: Manifest) -> Manifest:
 
 
 def _translated(
-    translator: Translator, out: Path, manifest: Manifest, direction: Direction, language: str
+    translator: Translator,
+    out: Path,
+    manifest: Manifest,
+    direction: Direction,
+    pair: tuple[str, str],
 ) -> Manifest:
-    """Translates the direction's sources into `language` from its last chunk boundary on,
+    """Translates the direction's sources (language pair[0]) into pair[1] from its last
+    chunk boundary on,
     a chunk at a time, each synced to the target file before the manifest records it."""
     source, target = out / direction.source, out / direction.target
     if change := _change(direction, source, target):
@@ -219,7 +224,7 @@ def _translated(
             lines = (raw.decode("utf-8").removesuffix("\n") for raw in rest)
             while chunk := list(itertools.islice(lines, manifest.settings.chunk_lines)):
                 found = translator.stream(
-                    chunk, tgt_lang=language, chunk=None, done=progress.advance
+                    chunk, tgt_lang=pair[1], src_lang=pair[0], chunk=None, done=progress.advance
                 )
                 sink.write("".join(translation.text + "\n" for translation in found).encode())
                 sink.flush()

@@ -23,7 +23,6 @@ corpus's size but for what duplicates need: 8 bytes per distinct pair (`SeenHash
 from __future__ import annotations
 
 import collections
-import functools
 import hashlib
 import logging
 import math
@@ -37,6 +36,7 @@ from itertools import chain, islice
 import numpy as np
 
 from nmt.config import CleanConfig, DataConfig, Experiment
+from nmt.data.language_id import identifier
 from nmt.data.splits import load_split, read_pairs
 
 FILTERS = (
@@ -359,7 +359,7 @@ class LanguageRanks:
     """py3langid over all its 97 languages (a language it does not know is not judged)."""
 
     def __init__(self):
-        self.model = _identifier()
+        self.model = identifier()
         self.known = set(self.model.nb_classes)
 
     def outside_best(self, text: str, language: str, best: int) -> str | None:
@@ -370,14 +370,6 @@ class LanguageRanks:
             return None
         ranked = [found for found, _ in self.model.rank(text)[:best]]
         return None if language in ranked else top
-
-
-@functools.cache
-def _identifier():
-    """py3langid's model, loaded once a process (a third of a second)."""
-    from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
-
-    return LanguageIdentifier.from_modelpath(MODEL_DIR / MODEL_FILE)
 
 
 def unidentifiable(languages: Iterable[str]) -> list[str]:

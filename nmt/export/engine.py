@@ -97,11 +97,13 @@ class CTranslate2Translator:
         chunk: int | None = CHUNK_LINES,
         done: Callable[[int], None] | None = None,
         first: int = 0,
+        src_lang: str | None = None,
     ) -> Iterator[Translation]:
         """Each line's Translation in input order, `chunk` lines at a time; a blank line
         gives a blank translation. `prefix`: one per line (None: none), as CTranslate2's
         target_prefix. `tgt_lang`: the language to write, for a model that writes several
-        (the tag goes in as a piece). `first`: as in Translator.stream."""
+        (the tag goes in as a piece). `first`: as in Translator.stream. `src_lang` decides
+        no path here: CTranslate2 translates directly (pivots stay with --checkpoint)."""
         if alignments or attention:
             raise UserError(
                 "CTranslate2 reports no attention here, so alignments and attention maps need "

@@ -57,6 +57,16 @@ class TranslateRequest(BaseModel):
         description="The language to translate into, one of the model's tgt_langs; needed "
         "when it writes several.",
     )
+    through: StrictStr | None = Field(
+        None,
+        description="A language to pivot through: translated into it first, then into the "
+        "target; a direction the model never trained pivots by itself (the model's pivots).",
+    )
+    src_lang: StrictStr | None = Field(
+        None,
+        description="The source's language, where it decides whether to pivot (default: "
+        "read from the text).",
+    )
 
     @field_validator("src", "prefix")
     @classmethod
@@ -98,6 +108,9 @@ class TranslationOut(BaseModel):
         description="With constraints: whether this translation holds every included phrase "
         "and no excluded one (false only when the length limit left no room).",
     )
+    pivot: str | None = Field(
+        None, description="Through a pivot language: the translation into it, on the way."
+    )
 
 
 class ModelInfo(BaseModel):
@@ -113,7 +126,11 @@ class ModelInfo(BaseModel):
     attention: str = Field(description="The attention over the source: additive, dot, ...")
     heads: int
     quantize: str | None = Field(description="int8 when served with --quantize int8, else null.")
-    decode: dict[str, float | int | bool]
+    pivots: dict[str, str] = Field(
+        description="Directions it never trained that it translates through a pivot language: "
+        "{'de-cs': 'en', ...}."
+    )
+    decode: dict[str, float | int | bool | str | None]
 
 
 class LimitsInfo(BaseModel):

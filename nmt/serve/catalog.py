@@ -22,6 +22,7 @@ from nmt.config import DecodeConfig
 from nmt.errors import UserError
 from nmt.serve.api import MAX_BEAM, excerpt
 from nmt.translate.constraints import TextConstraints
+from nmt.translate.pivot import connecting
 from nmt.translate.results import AttentionMap, Translation
 from nmt.translate.translator import Translator
 
@@ -45,9 +46,11 @@ class ServedModel:
     translator: Translator
     quantize: str | None = None  # "int8": int8 Linear and recurrent layers; None: fp32
 
-    def settings(self, beam: int | None = None, nbest: int | None = None) -> DecodeConfig:
-        """The checkpoint's decode settings with a request's beam and n_best (None: not
-        given); a ValueError, worded for the request, when n_best exceeds the beam."""
+    def settings(
+        self, beam: int | None = None, nbest: int | None = None, through: str | None = None
+    ) -> DecodeConfig:
+        """The checkpoint's decode settings with a request's beam, n_best and pivot (None:
+        not given); a ValueError, worded for the request, when n_best exceeds the beam."""
         decode = self.translator.decode
         beam, nbest = beam or decode.beam, nbest or decode.nbest
         if nbest > beam and not decode.sample:  # a sampling model draws n_best, beam aside
@@ -55,7 +58,17 @@ class ServedModel:
                 f"n_best must be at most beam ({beam}), got {nbest}: ask for a larger beam "
                 f"(at most {MAX_BEAM}) or a smaller n_best"
             )
-        return dataclasses.replace(decode, beam=beam, nbest=nbest)
+        return dataclasses.replace(
+            decode, beam=beam, nbest=nbest, through=through or decode.through
+        )
+
+    def pivot_error(self, through: str | None) -> str | None:
+        """Why a request cannot pivot through `through` (None: not given), or None."""
+        languages = self.translator.target_languages
+        if through is None or through in languages:
+            return None
+        written = ", ".join(languages)
+        return f"through {excerpt(through)!r}: this model writes {written}; pivot through one"
 
     def language_error(self, tgt_lang: str | None) -> str | None:
         """Why a request cannot ask this model for `tgt_lang` (None: not given), or None."""
@@ -85,6 +98,7 @@ class ServedModel:
             "attention": model.attention.type,
             "heads": model.attention.heads if model.attention.type == "multihead" else 1,
             "quantize": self.quantize,
+            "pivots": pivots(pairs),
             "decode": {
                 "beam": decode.beam,
                 "n_best": decode.nbest,
@@ -97,8 +111,22 @@ class ServedModel:
                 "shortlist": decode.shortlist,
                 "restrict_to_target_language": decode.restrict_to_target_language,
                 "precision": decode.precision,
+                "zero_shot": decode.zero_shot,
+                "pivot_candidates": decode.pivot_candidates,
             },
         }
+
+
+def pivots(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """The untrained directions between the model's languages that a pivot connects."""
+    languages = sorted({language for pair in pairs for language in pair})
+    found = {}
+    for source in languages:
+        for target in languages:
+            untrained = source != target and (source, target) not in pairs
+            if untrained and (pivot := connecting(pairs, source, target)):
+                found[f"{source}-{target}"] = pivot
+    return found
 
 
 def parse_spec(spec: str) -> tuple[str | None, Path]:
@@ -150,12 +178,15 @@ def translate_items(
     items: Sequence[Item],
     batch_size: int,
     tgt_lang: str | None = None,
+    src_lang: str | None = None,
 ) -> list:
     """One list of n-best answers (dicts, best first) per item, in order."""
     translations = translator.translate(
         [item.src for item in items],
         beam=decode.beam,
         nbest=decode.nbest,
+        through=decode.through,
+        src_lang=src_lang,
         alignments=any(item.alignments for item in items),
         attention=any(item.attention for item in items),
         batch_size=batch_size,
@@ -192,6 +223,8 @@ def answers(item: Item, translation: Translation, nbest: int) -> list[dict]:
             answer["attention"] = attention_json(candidate.attention)
         if item.constraints is not None:
             answer["constraints_met"] = candidate.constraints_met
+        if candidate.pivot is not None:
+            answer["pivot"] = candidate.pivot.text
         result.append(answer)
     missing = nbest - len(result)
     return result + [_empty(item, nbest, translation.truncated, None) for _ in range(missing)]

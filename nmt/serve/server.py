@@ -86,7 +86,7 @@ def create_app(
     workers = workers or available_cores()
     batcher = MicroBatcher(
         lambda key, items: translate_items(
-            models[key[0]].translator, key[1], items, limits.max_batch, key[2]
+            models[key[0]].translator, key[1], items, limits.max_batch, key[2], key[3]
         ),
         window=limits.window,
         max_batch=limits.max_batch,
@@ -219,8 +219,8 @@ def _serve_page(app: FastAPI) -> None:
 def _plan(
     models: dict[str, ServedModel], items: list[TranslateRequest]
 ) -> tuple[dict[tuple, list[tuple[int, Item]]], int]:
-    """Groups the inputs by (model id, decode settings, target language), each group one
-    batcher job.
+    """Groups the inputs by (model id, decode settings, target and source language), each
+    group one batcher job.
 
     All inputs of a request must give the same n_best: the answer is laid out by rank.
     """
@@ -236,9 +236,11 @@ def _plan(
                 f"{known} (GET /translator/models)",
             )
         try:
-            decode = model.settings(request.beam, request.n_best)
+            decode = model.settings(request.beam, request.n_best, request.through)
         except ValueError as error:
             raise _invalid(index, "n_best", str(error), request.n_best) from None
+        if problem := model.pivot_error(request.through):
+            raise _invalid(index, "through", problem, request.through)
         if nbest is not None and decode.nbest != nbest:
             detail = (
                 f"all inputs of a request need the same n_best; earlier ones have {nbest}: "
@@ -267,7 +269,8 @@ def _plan(
             parse_constraints(wanted),
             request.prefix,
         )
-        groups.setdefault((model.id, decode, request.tgt_lang), []).append((index, item))
+        key = (model.id, decode, request.tgt_lang, request.src_lang)
+        groups.setdefault(key, []).append((index, item))
     return groups, nbest or 1
 
 

@@ -72,9 +72,12 @@ class ByDirection:
         return "\n".join([*lines, *(f"  {signature}" for signature in signatures)])
 
 
-def evaluate(translator: Any, text: ParallelText, tgt_lang: str | None = None) -> Evaluation:
-    """Translates the source side of `text` with the translator's decode settings (into
-    `tgt_lang`, for a model that writes several languages), a chunk at a time, and scores
+def evaluate(
+    translator: Any, text: ParallelText, tgt_lang: str | None = None, src_lang: str | None = None
+) -> Evaluation:
+    """Translates the source side of `text` (in `src_lang`, where known) with the
+    translator's decode settings (into `tgt_lang`, for a model that writes several
+    languages; through a pivot where nmt/translate/pivot.py says), a chunk at a time, and scores
     the translations against the target side; also measures the best hypotheses' attention
     (where the translator reports any). A progress line counts down on a terminal."""
     hypotheses: list[str] = []
@@ -84,6 +87,7 @@ def evaluate(translator: Any, text: ParallelText, tgt_lang: str | None = None) -
         for translation in translator.stream(
             text.src,
             tgt_lang=tgt_lang,
+            src_lang=src_lang,
             attention=translator.reports_attention,
             done=progress.advance,
         ):
@@ -277,6 +281,7 @@ def score_systems(
             split,
             pair[1],
             output,
+            pair[0],
         )
         for pair in chosen
     }
@@ -290,6 +295,7 @@ def _scored(
     split: str,
     tgt_lang: str | None,
     output: PathLike | None = None,
+    src_lang: str | None = None,
 ) -> Scores | Comparison:
     """Each translator's translations of its text (text_of(translator)), scored; those of
     the one translator written to `output`, if given."""
@@ -304,7 +310,7 @@ def _scored(
                 f"{split} split; compare systems on the same references."
             )
         references = text.tgt
-        evaluations.append(evaluate(translator, text, tgt_lang))
+        evaluations.append(evaluate(translator, text, tgt_lang, src_lang))
     if len(evaluations) == 1:
         if output is not None:
             _keep(evaluations[0].hypotheses, Path(output))

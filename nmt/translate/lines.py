@@ -147,6 +147,7 @@ def write_translations(
     constraints: FileLines | None = None,
     prefixes: FileLines | None = None,
     chunk: int | None = CHUNK_LINES,
+    src_lang: str | None = None,
 ) -> None:
     """Translates the input group by group (see InputLines), `chunk` lines at a time, and
     writes each translation as it comes. `constraints` and `prefixes` hold one entry per
@@ -170,6 +171,7 @@ def write_translations(
                 chunk=chunk,
                 done=progress.advance,
                 first=index,
+                src_lang=src_lang,
             )
             try:
                 for translation in translations:
@@ -217,16 +219,15 @@ def format_translation(
 
 
 def plot_translation(index: int, translation: Translation, plot_dir: Path) -> None:
-    """DIR/INDEX.png for the best translation of a non-blank input (INDEX as in n-best lists)."""
-    attention = translation.attention
-    if attention is None:
-        return
+    """DIR/INDEX.png for the best translation of a non-blank input (INDEX as in n-best
+    lists); through a pivot, that of its second leg, and DIR/INDEX.pivot.png of its first."""
     from nmt.plots import plot_attention
 
-    plot_attention(
-        attention.weights,
-        attention.src_tokens,
-        attention.tgt_tokens,
-        plot_dir / f"{index:05d}.png",
-        title=f"sentence {index}",
-    )
+    via = translation.pivot
+    maps = [(translation.attention, f"{index:05d}.png", f"sentence {index}")]
+    if via is not None:
+        maps.append((via.attention, f"{index:05d}.pivot.png", f"sentence {index}, into the pivot"))
+    for attention, name, title in maps:
+        if attention is not None:
+            weights, src, tgt = attention.weights, attention.src_tokens, attention.tgt_tokens
+            plot_attention(weights, src, tgt, plot_dir / name, title=title)

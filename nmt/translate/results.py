@@ -40,6 +40,9 @@ class Candidate:
     alignment: str | None = None  # Pharaoh word alignment 'i-j ...', when asked
     attention: AttentionMap | None = None  # when asked
     constraints_met: bool | None = None  # holds every included phrase and no excluded one
+    # through a pivot: the first leg's candidate this one translates (its text the pivot
+    # text, its attention over the source); score is then the two legs' log-probability
+    pivot: Candidate | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,11 @@ class Translation:
     @property
     def attention(self) -> AttentionMap | None:
         return self.nbest[0].attention if self.nbest else None
+
+    @property
+    def pivot(self) -> Candidate | None:
+        """The first leg's candidate the best translation went through, if it did."""
+        return self.nbest[0].pivot if self.nbest else None
 
     @property
     def hypotheses(self) -> list[Hypothesis]:

@@ -18,6 +18,7 @@ from nmt.config import DecodeConfig, Experiment
 from nmt.cores import available_cores
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
+from nmt.translate import pivot as pivoting
 from nmt.translate.constraints import (
     TextConstraints,
     parse_constraints,
@@ -42,11 +43,9 @@ Constraining = TextConstraints | Mapping[str, Any] | None
 
 class Translator:
     """A model (a Seq2Seq, or an Ensemble of them), its tokenizer and its decode settings.
-
     `Translator.load(path)` reads checkpoints; `translate` takes one sentence or a list,
-    `stream` any number of lines in bounded memory, `score` given translations.
-    `workers`: batches decoded side by side, each on one torch thread (default: one).
-    """
+    `stream` any number of lines in bounded memory, `score` given translations. `workers`:
+    batches decoded side by side, each on one torch thread (default: one)."""
 
     reports_attention = True  # for alignments, attention maps and their statistics
 
@@ -70,7 +69,7 @@ class Translator:
         self.device = device or next(model.parameters()).device
         self.workers = workers
         self.tgt_lang = tgt_lang
-        self.shortlist = shortlist  # what decode.shortlist K > 0 draws on
+        self.shortlist, self.then = shortlist, None  # a chain's second model: `load(then=)`
         _check_settings(config, self.decode, shortlist)
         if tgt_lang is not None:
             self.towards(tgt_lang)  # an unknown language fails here, not at the first call
@@ -84,30 +83,25 @@ class Translator:
         attention_layer: int | None = None,
         workers: int | None = 1,
         tgt_lang: str | None = None,
+        then: PathLike | None = None,
         **decode: Any,
     ) -> Translator:
-        """One checkpoint, or several as an ensemble (every step averages their predictions);
-        a checkpoint is a .pt file or a run directory (its best.pt). `device`: "auto" (CUDA
-        when torch sees one, unless quantized), "cpu", "cuda" or a torch.device. `workers`:
-        batches decoded side by side, each on one torch thread (default one; None: one per
-        core on a CPU, one on a GPU). `quantize` "int8": int8 Linear and recurrent layers,
-        CPU only (nmt/translate/quantize.py). `attention_layer` (1 to its layers): whose
-        attention over the source a Transformer reports (default: the last). `tgt_lang`:
-        the language to write, for a model that writes several (`target_languages`).
-        `decode` replaces the first checkpoint's decode settings (beam=5, nbest=2,
-        shortlist=50, precision="bf16": what search computes in). Ensemble members must
-        share both vocabularies and their languages; with `shortlist`, the first
-        checkpoint's shortlist file serves."""
-        model, tokenizer, config, device = load_model(
-            checkpoints, device, quantize, attention_layer
-        )
-        settings = decode_settings(config.decode, decode)
-        model = in_precision(model, settings.precision, quantize, device)
-        if workers is None:
-            workers = available_cores() if device.type == "cpu" else 1
-        first, best = checkpoint_paths(checkpoints)[0], settings.shortlist
-        shortlist = translation_shortlist(first, model, tokenizer, best) if best else None
-        return cls(model, tokenizer, config, settings, device, workers, tgt_lang, shortlist)
+        """One checkpoint, or several as an ensemble (every step averages them); a .pt file
+        or a run directory (its best.pt). `device` "auto": CUDA when torch sees one, unless
+        `quantize` "int8" (CPU: nmt/translate/quantize.py). `workers`: batches side by side
+        (None: one per core on a CPU). `attention_layer`: a Transformer's layer that
+        alignments and plots show. `tgt_lang`: the language to write, of several. `decode`
+        replaces the first checkpoint's decode settings (beam=5, shortlist=50, precision=
+        "bf16", through="en", ...). `then`: a checkpoint translating on from these
+        translations, a chain of two (nmt/translate/pivot.py); docs/python.md says more."""
+        loaded = _loaded(cls, checkpoints, device, quantize, attention_layer, workers, decode)
+        loaded.tgt_lang = tgt_lang
+        if then is not None:
+            loaded.then = _loaded(cls, then, device, quantize, None, workers, decode)
+            pivoting.check_chain(loaded, loaded.then, loaded.decode.through)
+        if tgt_lang is not None:
+            (loaded.then or loaded).towards(tgt_lang)  # an unknown language fails here
+        return loaded
 
     def with_decode(self, **options: Any) -> Translator:
         """This translator, its model shared (loaded once), with decode settings replaced
@@ -126,8 +120,7 @@ class Translator:
         return self.config.data.target_languages
 
     def towards(self, tgt_lang: str | None) -> Tokenizer:
-        """The tokenizer for translating into `tgt_lang` (None: the translator's, or the
-        model's only language)."""
+        """The tokenizer for writing `tgt_lang` (None: the translator's, or the only one)."""
         return tokenizer_towards(self.tokenizer, self.target_languages, tgt_lang or self.tgt_lang)
 
     @overload
@@ -144,11 +137,10 @@ class Translator:
         prefix: str | Sequence[str | None] | None = None,
         **options: Any,
     ) -> Translation | list[Translation]:
-        """Translates one sentence (a str: one Translation) or a list of them (one each, in
-        order), sorted by length into batches all together. `constraints` (a dict
-        {"include": [phrases], "exclude": [phrases]}, or one per sentence) and `prefix`
-        (the text the translation starts with, or one per sentence) control the output
-        (nmt/search/constraints.py). The other options are those of `stream`."""
+        """Translates one sentence (a str: one Translation) or a list (one each, in order),
+        sorted by length into batches all together. `constraints` ({"include": [phrases],
+        "exclude": [phrases]}, or one per sentence) and `prefix` (the text a translation
+        starts with, or one per sentence): nmt/search/constraints.py; the rest: `stream`'s."""
         single = isinstance(sentences, str)
         lines = [sentences] if single else _sentences(sentences)
         guides = per_sentence(constraints, lines, single, "constraints", parse_constraints)
@@ -176,6 +168,8 @@ class Translator:
         chunk: int | None = CHUNK_LINES,
         done: Callable[[int], None] | None = None,
         first: int = 0,
+        through: str | None = None,
+        src_lang: str | None = None,
     ) -> Iterator[Translation]:
         """Each line's Translation in input order, `chunk` lines at a time (None: all at
         once), so memory stays bounded whatever the input's length. Options not given are
@@ -184,11 +178,18 @@ class Translator:
         `prefix`: one per line, read in step with the lines. `tgt_lang`: the language to
         write (see `target_languages`). `done(n)` hears of each batch of n sentences.
         `first`: how many lines of the same input earlier calls took (an input read in
-        parts), counted in line numbers and in sampling seeds: sampling seeds each line by
-        decode.seed and its number, so the same seed and input draw the same samples."""
+        parts): sampling seeds each line by decode.seed and its number in the input.
+        `through`: a pivot language; `src_lang`: the lines' language, where it decides the
+        path (nmt/translate/pivot.py: untrained directions and chains go through one)."""
         options = dict(beam=beam, alpha=alpha, nbest=nbest, sample=sample, max_src_len=max_src_len)
         options.update(no_repeat_ngram=no_repeat_ngram, coverage_penalty=coverage_penalty)
-        decode = decode_settings(self.decode, options)
+        decode = decode_settings(self.decode, {**options, "through": through})
+        wanted = dict(alignments=alignments, attention=attention, batch_size=batch_size)
+        routed = pivoting.routed_stream(
+            self, decode, lines, tgt_lang, src_lang, wanted, constraints, prefix, chunk, done
+        )
+        if routed is not None:
+            return routed
         tokenizer = self.towards(tgt_lang)
 
         def search(src_ids, settings, lines, guides):
@@ -226,19 +227,28 @@ class Translator:
         tgt_lang: str | None = None,
     ) -> list[PairScore]:
         """The model's log-probability of each target given its source, token by token, as
-        search computes it without a shortlist, an ensemble's combination included (under
-        decode.shortlist K, search normalises over the shortlist's pieces alone). A target
-        is text, or the token ids search wrote (`Hypothesis.tokens`). Sources are cut at
-        decode.max_src_len subwords as for translation; a blank source gets no score."""
-        return score_pairs(
-            self.model,
-            self.towards(tgt_lang),
-            self.decode,
-            _sentences(sources),
-            targets,
-            batch_size or self.decode.batch_size,
-            self.workers,
-        )
+        search computes it without a shortlist (which search normalises over alone), an
+        ensemble's included; through a pivot (decode.through, a chain), as search ranks its
+        paths. A target is text, or the token ids search wrote (`Hypothesis.tokens`); a
+        source is cut at decode.max_src_len subwords; a blank one gets no score."""
+        sources = _sentences(sources)
+        through = pivoting.scored(self, sources, targets, tgt_lang)
+        if through is not None:
+            return through
+        size, tokenizer = batch_size or self.decode.batch_size, self.towards(tgt_lang)
+        return score_pairs(self.model, tokenizer, self.decode, sources, targets, size, self.workers)
+
+
+def _loaded(cls, checkpoints, device, quantize, attention_layer, workers, decode) -> Translator:
+    """A Translator of `checkpoints`, as Translator.load describes."""
+    model, tokenizer, config, device = load_model(checkpoints, device, quantize, attention_layer)
+    settings = decode_settings(config.decode, decode)
+    model = in_precision(model, settings.precision, quantize, device)
+    if workers is None:
+        workers = available_cores() if device.type == "cpu" else 1
+    first, best = checkpoint_paths(checkpoints)[0], settings.shortlist
+    shortlist = translation_shortlist(first, model, tokenizer, best) if best else None
+    return cls(model, tokenizer, config, settings, device, workers, None, shortlist)
 
 
 def _check_settings(config: Experiment, decode: DecodeConfig, shortlist: Shortlist | None) -> None:
