@@ -209,7 +209,10 @@ def routed(
         second = direct(translator.then)
         return through_pivot(first, second, lines, pivot, target, options, constraints, prefix)
     pairs = translator.config.data.pairs
-    languages = [src_lang] * len(lines) if src_lang else source_languages(lines, pairs)
+    if src_lang:
+        languages = [src_lang if line.strip() else None for line in lines]
+    else:
+        languages = source_languages(lines, pairs)
     routes = [pivot_of(pairs, language, target, decode) for language in languages]
     found: list[Translation | None] = [None] * len(lines)
     for pivot in dict.fromkeys(routes):
