@@ -220,7 +220,15 @@ def _check_engine_options(
         )
 
 
-@decoding(*SEARCH, *COMPUTING, *RESTRICTING, "coverage_penalty", "max_constraints", repeatable=GRID)
+@decoding(
+    *SEARCH,
+    *COMPUTING,
+    *PIVOTING,
+    *RESTRICTING,
+    "coverage_penalty",
+    "max_constraints",
+    repeatable=GRID,
+)
 def evaluate(
     checkpoint: checkpoints_option(
         "compare systems (paired bootstrap p-values against the first)"
