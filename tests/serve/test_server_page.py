@@ -304,3 +304,47 @@ def test_the_api_docs_behind_a_key_open_and_try_it_out_with_the_key(keyed, brows
     auth = {"Authorization": f"Bearer {KEY}"}
     expected = keyed.request("GET", "/translator/limits", headers=auth)
     assert (200, json.loads(body.text)) == expected
+
+
+@pytest.fixture(scope="module")
+def three_way_server(tmp_path_factory, corpus_dir, tokenizer):
+    """A model of de-en, en-de, en-xx and xx-en: German to xx goes through English."""
+    from nmt.data.tokenizer import Tokenizer, Vocab
+
+    directory = tmp_path_factory.mktemp("three-way")
+    corpus = shutil.copytree(corpus_dir, directory / "corpus")  # the shared one stays as it is
+    for split in ("train", "valid", "test"):
+        german = (corpus / f"{split}.de").read_text("utf-8").splitlines()
+        xx = "".join(" ".join(reversed(line.split())) + "\n" for line in german)
+        (corpus / f"{split}.xx").write_text(xx, "utf-8")
+    config = tiny_experiment(corpus, "data.directions=[de-en,en-de,en-xx,xx-en]")
+    vocab = Vocab(tokenizer.src.model_proto, ["de", "en", "xx"])
+    checkpoint = write_checkpoint(directory / "three.pt", config, Tokenizer(vocab, vocab))
+    with running_server(directory / "server.log", f"--checkpoint=three={checkpoint}") as s:
+        yield s
+
+
+def test_a_pair_the_model_never_trained_goes_through_a_pivot_on_the_page(three_way_server, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.select import Select
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    wait = WebDriverWait(browser, 60)
+    browser.get(three_way_server.url + "/")
+    wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#model-a option")) == 1)
+    sources = Select(browser.find_element(By.ID, "src-lang"))
+    assert [option.text for option in sources.options] == ["auto", "de", "en", "xx"]
+    sources.select_by_value("de")
+    Select(browser.find_element(By.ID, "tgt-lang")).select_by_value("xx")
+    source = browser.find_element(By.ID, "source")
+    source.clear()
+    source.send_keys("der Hund sieht die Katze.")
+    browser.find_element(By.ID, "translate").click()
+    wait.until(lambda b: "done" in b.find_element(By.ID, "status").text)
+    column = browser.find_element(By.CSS_SELECTOR, '.column[data-model="three"]')
+    request = {"src": "der Hund sieht die Katze.", "id": "three", "tgt_lang": "xx"}
+    status, answer = three_way_server.translate([{**request, "src_lang": "de"}])
+    assert status == 200 and answer[0][0]["pivot"]
+    shown = column.find_element(By.CSS_SELECTOR, ".translation").text
+    assert shown == answer[0][0]["tgt"].strip()
+    assert column.find_element(By.CSS_SELECTOR, ".pivot").text == answer[0][0]["pivot"].strip()

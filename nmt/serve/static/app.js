@@ -35,7 +35,8 @@ let maxSentences = 64;
 
 // The languages each model writes (GET translator/models): a model that writes several needs
 // the one to write in every request, picked under "Into".
-const targetLanguages = {};
+const targetLanguages = {};  // model id -> the languages it writes
+const sourceLanguages = {};  // model id -> the languages it reads
 
 async function api(path, body) {
   const headers = body === undefined ? {} : { "Content-Type": "application/json" };
@@ -76,6 +77,7 @@ async function loadModels() {
   maxSentences = (await api("translator/limits")).max_sentences;
   for (const model of models) {
     targetLanguages[model.model_id] = model.tgt_langs;
+    sourceLanguages[model.model_id] = [...new Set(model.directions.map((d) => d.split("-")[0]))];
     const directions = model.directions.map((d) => d.replace("-", "→")).join(" ");
     const details = [directions, model.decoder, model.attention];
     if (model.quantize) details.push(model.quantize);
@@ -90,31 +92,48 @@ async function loadModels() {
   setStatus(`${models.length} model${models.length === 1 ? "" : "s"} loaded`);
 }
 
-// The "Into" picker lists the languages the chosen models write, when one writes several.
+// The "Into" picker lists the languages the chosen models write, when one writes several;
+// the "From" picker the languages they read, when one reads several ("auto": read from the
+// text). A pair the model never trained goes through a pivot language, shown under the
+// translation.
 function showLanguages() {
   const ids = [$("model-a").value, $("model-b").value].filter((id) => id);
-  const several = ids.filter((id) => (targetLanguages[id] || []).length > 1);
-  const languages = [...new Set(several.flatMap((id) => targetLanguages[id]))].sort();
-  const select = $("tgt-lang");
+  fill("tgt-lang", languagesOf(ids, targetLanguages), []);
+  fill("src-lang", languagesOf(ids, sourceLanguages), ["auto"]);
+}
+
+function languagesOf(ids, table) {
+  const several = ids.filter((id) => (table[id] || []).length > 1);
+  return [...new Set(several.flatMap((id) => table[id]))].sort();
+}
+
+function fill(id, languages, first) {
+  const select = $(id);
   const kept = select.value;
-  select.replaceChildren(...languages.map((language) => {
+  const shown = languages.length ? [...first, ...languages] : [];
+  select.replaceChildren(...shown.map((language) => {
     const option = element("option", "", language);
     option.value = language;
     return option;
   }));
-  if (languages.includes(kept)) select.value = kept;
-  $("tgt-lang-label").hidden = languages.length === 0;
+  if (shown.includes(kept)) select.value = kept;
+  $(`${id}-label`).hidden = languages.length === 0;
 }
 
-// A request's options for model `id`: the language picked, if the model writes several.
+// A request's options for model `id`: the languages picked, where the model has several.
 function optionsFor(id, options) {
   const languages = targetLanguages[id] || [];
-  if (languages.length < 2) return options;
+  const sources = sourceLanguages[id] || [];
+  const chosen = Object.assign({}, options);
+  if (sources.length > 1 && sources.includes($("src-lang").value)) {
+    chosen.src_lang = $("src-lang").value;
+  }
+  if (languages.length < 2) return chosen;
   const language = $("tgt-lang").value;
   if (!languages.includes(language)) {
     throw new Error(`${id} writes ${languages.join(", ")}, not ${language}: pick one of them`);
   }
-  return Object.assign({ tgt_lang: language }, options);
+  return Object.assign({ tgt_lang: language }, chosen);
 }
 
 async function translate() {
@@ -169,6 +188,7 @@ function column(modelId, best) {
     const row = element("div", "sentence");
     row.append(labelled("source", "source", answer.src),
       labelled("translation", "translation", answer.tgt));
+    if (answer.pivot) row.append(labelled("through", "pivot", answer.pivot));
     // pred_score null: the search found no translation for this line
     const score = answer.pred_score === null ? "no translation found"
       : `score ${answer.pred_score.toFixed(3)}`;
