@@ -52,15 +52,17 @@ FACTORS = {
     "int8": [False, True],
     "ensemble": [False, True],
     "workers": [1, 2],
+    "through": [None, "en"],
 }
 # the options each entry point takes (the rest stay at their first value there)
 TAKES = {
     "translate": set(FACTORS),
     "python": set(FACTORS),
-    "eval": {"search", "coverage", "blocking", "shortlist", "restrict", "ensemble", "workers"},
-    "score": {"ensemble", "workers"},
+    "eval": {"search", "coverage", "blocking", "shortlist", "restrict", "ensemble", "workers"}
+    | {"through"},
+    "score": {"ensemble", "workers", "through"},
     "distill": {"search", "coverage", "blocking", "shortlist", "restrict", "int8", "ensemble"}
-    | {"workers"},
+    | {"workers", "through"},
     "serve": set(FACTORS) - {"ensemble"},
 }
 SEARCHES = {"eval": ("greedy", "beam"), "distill": ("greedy", "beam"), "serve": ("greedy", "beam")}
@@ -79,6 +81,7 @@ NAMES = {
     "int8": ("int8", "quantize"),
     "ensemble": ("ensemble", "checkpoint"),
     "workers": ("workers",),
+    "through": ("through",),
 }
 TWO_WAY = ("data.directions=[en-de,de-en]",)
 
@@ -223,6 +226,8 @@ def decode_flags(case: dict) -> list[str]:
         flags.append("--restrict-to-target-language")
     if case["int8"]:
         flags += ["--quantize", "int8"]
+    if case["through"]:
+        flags += ["--through", case["through"]]
     return flags
 
 
@@ -280,8 +285,10 @@ def check_written(case: dict, rows: list[str], plots: Path) -> None:
             for link in fields[-1].split():
                 source, target = map(int, link.split("-"))
                 assert 0 <= source < words and target >= 0, (row, link)
-    if case["plots"]:
-        assert sorted(p.name for p in plots.iterdir()) == ["00000.png", "00002.png"]
+    if case["plots"]:  # through a pivot, one of each leg
+        legs = ("", ".pivot") if case["through"] else ("",)
+        expected = sorted(f"{line:05d}{leg}.png" for line in (0, 2) for leg in legs)
+        assert sorted(p.name for p in plots.iterdir()) == expected
 
 
 def python_options(case: dict) -> tuple[dict, dict]:
@@ -290,7 +297,7 @@ def python_options(case: dict) -> tuple[dict, dict]:
     load.update(beam={"greedy": 1, "beam": 3, "sample": 3}[case["search"]], nbest=case["nbest"])
     load.update(sample=case["search"] == "sample", coverage_penalty=case["coverage"])
     load.update(no_repeat_ngram=case["blocking"], shortlist=case["shortlist"])
-    load.update(restrict_to_target_language=case["restrict"])
+    load.update(restrict_to_target_language=case["restrict"], through=case["through"])
     call = {"alignments": case["alignments"], "attention": case["plots"]}
     call["constraints"] = CONSTRAINTS if case["constraints"] else None
     call["prefix"] = PREFIXES if case["prefix"] else None
@@ -341,7 +348,7 @@ def check_translations(case: dict, translator: Translator, found: list, language
             assert (candidate.alignment is not None) == case["alignments"]
             assert (candidate.attention is not None) == case["plots"]
     # over every piece, and in float weights (int8's activation scales follow the batch)
-    if not (case["shortlist"] or case["restrict"] or case["int8"]):
+    if not (case["shortlist"] or case["restrict"] or case["int8"] or case["through"]):
         check_forced_scores(translator, found, language)
 
 
@@ -392,6 +399,8 @@ def run_serve(case: dict, models: dict, files: Path, tmp_path: Path) -> Refusal 
     items = []
     for number, line in enumerate(LINES):
         item = {"src": line, "id": "m", "beam": load["beam"], "n_best": case["nbest"]}
+        if case["through"]:
+            item["through"] = case["through"]
         item.update(alignments=case["alignments"], attention=case["plots"])
         if case["constraints"] and CONSTRAINTS[number]:
             item["constraints"] = CONSTRAINTS[number]

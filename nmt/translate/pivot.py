@@ -151,6 +151,17 @@ def scored_through_pivot(
     return [found or PairScore(None, [], []) for found in best]
 
 
+def check_through(translator: Any, through: str | None) -> None:
+    """A UserError where one model is asked to pivot through a language it does not write."""
+    languages = translator.target_languages
+    if through is not None and translator.then is None and through not in languages:
+        raise UserError(
+            f"--through {through}: this model writes {', '.join(languages)}, so it cannot "
+            "translate into that pivot; pivot through one of those, or chain a model that "
+            "writes it (--then)."
+        )
+
+
 def check_chain(first: Any, second: Any, through: str | None) -> str:
     """The language two chained models meet in; a UserError where they do not."""
     writes = set(first.target_languages)
@@ -269,6 +280,7 @@ def routed_stream(
     target = tgt_lang or translator.tgt_lang or (languages[0] if len(languages) == 1 else None)
     if target is None or not routes_any(translator, decode, target):
         return None
+    check_through(translator, decode.through)
     tuned = copy.copy(translator)
     tuned.decode = decode
     return _chunks(tuned, lines, target, src_lang, wanted, constraints, prefix, chunk, done)
@@ -292,6 +304,7 @@ def scored(translator: Any, sources: list[str], targets: list, tgt_lang: str | N
     rule search ranks paths with; None where the plain score serves."""
     if translator.then is None and translator.decode.through is None:
         return None
+    check_through(translator, translator.decode.through)
     second = translator.then or translator
     pivot = translator.decode.through
     if translator.then is not None:
