@@ -86,7 +86,6 @@ def translate(
       nmt translate --checkpoint runs/demo/best.pt --quantize int8 --input test.en
       nmt translate --engine ctranslate2 --model exported/demo_transformer --input test.en
       nmt translate --checkpoint runs/demo/best.pt --input test.en --constraints terms.jsonl
-      nmt translate --checkpoint runs/demo --then runs/demo_back --input test.en
     """
 
     def action() -> None:

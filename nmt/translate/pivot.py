@@ -49,8 +49,8 @@ def pivot_of(
     zero_shot); None: directly."""
     if decode.through is not None:
         return decode.through
-    if source is None or (source, target) in set(pairs) or decode.zero_shot == "direct":
-        return None
+    if source in (None, target) or (source, target) in set(pairs) or decode.zero_shot == "direct":
+        return None  # a line already in the target language is no direction to pivot
     return connecting(pairs, source, target)
 
 
@@ -211,9 +211,12 @@ def routed(
     options: dict,
     constraints: list | None,
     prefix: list | None,
+    first_line: int = 0,
 ) -> list[Translation]:
     """The lines translated into `target`, each directly or through its pivot: the chain's,
-    decode.through, or for a direction never trained the language that connects it."""
+    decode.through, or for a direction never trained the language that connects it
+    (`first_line`: the number of the first in its input, so that where all go directly
+    they draw samples as the plain path would)."""
     decode, first = translator.decode, direct(translator)
     if translator.then is not None:
         pivot = check_chain(translator, translator.then, decode.through)
@@ -225,6 +228,9 @@ def routed(
     else:
         languages = source_languages(lines, pairs)
     routes = [pivot_of(pairs, language, target, decode) for language in languages]
+    if not any(routes):
+        kept = dict(constraints=constraints, prefix=prefix, chunk=None, first=first_line)
+        return list(first.stream(lines, tgt_lang=target, **kept, **options))
     found: list[Translation | None] = [None] * len(lines)
     for pivot in dict.fromkeys(routes):
         rows = [i for i, route in enumerate(routes) if route == pivot]
@@ -272,6 +278,7 @@ def routed_stream(
     prefix: Any,
     chunk: int | None,
     done: Any,
+    first: int = 0,
 ) -> Any:
     """Translator.stream's answer where some line may go through a pivot under `decode`
     (`routed` a chunk of lines at a time, constraints and prefixes read in step); None
@@ -283,17 +290,20 @@ def routed_stream(
     check_through(translator, decode.through)
     tuned = copy.copy(translator)
     tuned.decode = decode
-    return _chunks(tuned, lines, target, src_lang, wanted, constraints, prefix, chunk, done)
+    args = (lines, target, src_lang, wanted, constraints, prefix, chunk, done, first)
+    return _chunks(tuned, *args)
 
 
-def _chunks(translator, lines, target, src_lang, wanted, constraints, prefix, chunk, done):
+def _chunks(translator, lines, target, src_lang, wanted, constraints, prefix, chunk, done, first):
     items = iter(lines)
     guides = None if constraints is None else iter(constraints)
     starts = None if prefix is None else iter(prefix)
+    number = first
     while part := list(itertools.islice(items, chunk)):
         taken = [None if given is None else list(itertools.islice(given, len(part)))
                  for given in (guides, starts)]  # fmt: skip
-        found = routed(translator, part, target, src_lang, wanted, *taken)
+        found = routed(translator, part, target, src_lang, wanted, *taken, first_line=number)
+        number += len(part)
         if done is not None:
             done(len(part))
         yield from found

@@ -185,9 +185,8 @@ class Translator:
         options.update(no_repeat_ngram=no_repeat_ngram, coverage_penalty=coverage_penalty)
         decode = decode_settings(self.decode, {**options, "through": through})
         wanted = dict(alignments=alignments, attention=attention, batch_size=batch_size)
-        routed = pivoting.routed_stream(
-            self, decode, lines, tgt_lang, src_lang, wanted, constraints, prefix, chunk, done
-        )
+        args = (lines, tgt_lang, src_lang, wanted, constraints, prefix, chunk, done, first)
+        routed = pivoting.routed_stream(self, decode, *args)
         if routed is not None:
             return routed
         tokenizer = self.towards(tgt_lang)
