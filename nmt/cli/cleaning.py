@@ -8,70 +8,85 @@ from typing import Annotated
 import typer
 
 from nmt.cli.common import SetOption, guarded
-from nmt.cli.options import CHECKPOINT_HELP, WorkersOption
+from nmt.cli.options import CHECKPOINT_HELP
 from nmt.errors import UserError
+
+# The options of nmt clean, named (the ones commands share are in options.py).
+OutOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="DIR",
+        help="The cleaned corpus directory to write (new or empty; with --overwrite, an "
+        "earlier clean's).",
+    ),
+]
+DataOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="DIR",
+        help="The corpus directory to clean (default: the config's corpus: data.path, "
+        "the demo or a hub dataset).",
+    ),
+]
+OptionalConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        metavar="FILE",
+        help="An experiment YAML file: its data section (languages, splits, hub dataset) "
+        "and clean section (the filters' thresholds).",
+    ),
+]
+SrcLangOption = Annotated[
+    str | None, typer.Option(metavar="LANG", help="The source language (data.src_lang).")
+]
+TgtLangOption = Annotated[
+    str | None, typer.Option(metavar="LANG", help="The target language (data.tgt_lang).")
+]
+OverwriteOption = Annotated[
+    bool, typer.Option("--overwrite", help="Replace the cleaned corpus in --out.")
+]
+ScoreWithOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE",
+        help=f"{CHECKPOINT_HELP}, translating source to target: with "
+        "--score-with-backward, also filter by dual conditional cross-entropy.",
+    ),
+]
+ScoreBackwardOption = Annotated[
+    Path | None,
+    typer.Option(metavar="FILE", help="The checkpoint translating target to source."),
+]
+KeepBestOption = Annotated[
+    float | None,
+    typer.Option(metavar="F", help="Keep the best F (0 to 1) of the pairs by dual cross-entropy."),
+]
+MaxScoreOption = Annotated[
+    float | None,
+    typer.Option(metavar="S", help="Keep the pairs of dual cross-entropy at most S."),
+]
 
 
 def clean(
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="DIR",
-            help="The cleaned corpus directory to write (new or empty; with --overwrite, an "
-            "earlier clean's).",
-        ),
-    ] = None,
-    data: Annotated[
-        Path | None,
-        typer.Option(
-            metavar="DIR",
-            help="The corpus directory to clean (default: the config's corpus: data.path, "
-            "the demo or a hub dataset).",
-        ),
-    ] = None,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config",
-            "-c",
-            metavar="FILE",
-            help="An experiment YAML file: its data section (languages, splits, hub dataset) "
-            "and clean section (the filters' thresholds).",
-        ),
-    ] = None,
+    out: OutOption = None,
+    data: DataOption = None,
+    config: OptionalConfigOption = None,
     set_: SetOption = None,
-    src_lang: Annotated[
-        str | None, typer.Option(metavar="LANG", help="The source language (data.src_lang).")
-    ] = None,
-    tgt_lang: Annotated[
-        str | None, typer.Option(metavar="LANG", help="The target language (data.tgt_lang).")
-    ] = None,
-    workers: WorkersOption = None,
-    overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Replace the cleaned corpus in --out.")
-    ] = False,
-    score_with: Annotated[
-        Path | None,
+    src_lang: SrcLangOption = None,
+    tgt_lang: TgtLangOption = None,
+    workers: Annotated[
+        int | None,
         typer.Option(
-            metavar="FILE",
-            help=f"{CHECKPOINT_HELP}, translating source to target: with "
-            "--score-with-backward, also filter by dual conditional cross-entropy.",
+            min=1, metavar="N", help="Processes judging the pairs (default: one per core)."
         ),
     ] = None,
-    score_with_backward: Annotated[
-        Path | None,
-        typer.Option(metavar="FILE", help="The checkpoint translating target to source."),
-    ] = None,
-    keep_best: Annotated[
-        float | None,
-        typer.Option(
-            metavar="F", help="Keep the best F (0 to 1) of the pairs by dual cross-entropy."
-        ),
-    ] = None,
-    max_score: Annotated[
-        float | None,
-        typer.Option(metavar="S", help="Keep the pairs of dual cross-entropy at most S."),
-    ] = None,
+    overwrite: OverwriteOption = False,
+    score_with: ScoreWithOption = None,
+    score_with_backward: ScoreBackwardOption = None,
+    keep_best: KeepBestOption = None,
+    max_score: MaxScoreOption = None,
 ) -> None:
     """Clean a parallel corpus: write its train split without the pairs the filters of the
     config's `clean` section remove (empty, control characters, too long, a length ratio

@@ -61,8 +61,8 @@ class Trainer:
         self.ranks = ranks or Ranks()
         self.precision = Precision(config.train.precision, self.device)
         self.model = model.to(self.device)  # what is saved: never the DDP wrapper
-        # what computes gradients: the model, or its bf16 copy (nmt/train/precision.py)
-        self.network = self.ranks.wrap(self.precision.computing(self.model), self.device)
+        computing = self.precision.computing(self.model)  # the model, or its bf16 copy
+        self.network = self.ranks.wrap(computing, self.device)  # what computes gradients
         self.optimizer = build_optimizer(self.model.parameters(), config.train)
         decay = config.train.ema_decay
         # one moving average, on the process that validates and saves
@@ -72,9 +72,7 @@ class Trainer:
         self.validator = Validator(evaluated, corpus, config, self.precision, self.device)
         self.keeper = CheckpointKeeper(run_dir, self.model, config, corpus.tokenizer, averaged)
         self.backtranslation = OnlineBacktranslation(config, corpus.tokenizer, self.ranks.rank)
-        self.progress = Progress()
-        self.window = LossWindow()
-        self.stop = StopRequest()
+        self.progress, self.window, self.stop = Progress(), LossWindow(), StopRequest()
         if resume_from is not None:
             self.restore(resume_from)
         self.report = Reporter(
@@ -122,8 +120,8 @@ class Trainer:
 
     def update(self, drawn: list[Batch], step: int) -> tuple[torch.Tensor, int, int] | None:
         """Update `step` on `drawn`, back-translated first where that applies (fit, bench)."""
-        translating = self.precision.inference(self.model)
-        return self.train_step(self.backtranslation.update(translating, drawn, step))
+        translator = self.precision.inference(self.model)  # in the training precision
+        return self.train_step(self.backtranslation.update(translator, drawn, step))
 
     def train_step(self, batches: list[Batch]) -> tuple[torch.Tensor, int, int] | None:
         """One update from `train.accum_steps` micro-batches. Returns this rank's summed loss
