@@ -10,6 +10,7 @@ batching must not lower: greedy at any batch size should match it.
     python scripts/bench_translate.py --checkpoint /tmp/demo1/best.pt \\
         --input ~/.cache/nmt/demo/v2/test.en --ref ~/.cache/nmt/demo/v2/test.de --beam 1 5
     python scripts/bench_translate.py --checkpoint runs/X/best.pt --quantize int8
+    python scripts/bench_translate.py --checkpoint runs/X/best.pt --precision fp32 bf16
     python scripts/bench_translate.py --model exported/X --quantize int8   # CTranslate2
     python scripts/bench_translate.py --checkpoint runs/X/best.pt --workers 1 2 --no-reference
     python scripts/bench_translate.py --checkpoint runs/X/best.pt --shortlist 0 50   # after
@@ -67,6 +68,13 @@ def main() -> None:
         "by default the option is not passed)",
     )
     parser.add_argument(
+        "--precision",
+        nargs="+",
+        default=[None],
+        choices=["fp32", "bf16", "auto"],
+        help="--precision of each run (by default the option is not passed: the model's)",
+    )
+    parser.add_argument(
         "--threads",
         type=int,
         help="OMP_NUM_THREADS for the child (on a busy machine, 1 avoids thread contention)",
@@ -86,24 +94,28 @@ def main() -> None:
     model += ["--alpha", str(args.alpha)] if args.alpha is not None else []
     ref = args.ref or _default_reference(args.input)
     sentences = len(args.input.read_text(encoding="utf-8").splitlines())
-    settings = [] if args.no_reference else [("unbatched reference", 1, 1, 1, 0)]
+    settings = [] if args.no_reference else [("unbatched reference", 1, 1, 1, 0, None)]
     settings += [
         (
-            f"beam {beam}, batch {batch}, workers {workers or 'default'}, shortlist {shortlist}",
+            f"beam {beam}, batch {batch}, workers {workers or 'default'}, shortlist {shortlist}"
+            + (f", {precision}" if precision else ""),
             beam,
             batch,
             workers,
             shortlist,
+            precision,
         )
         for beam in args.beam
         for batch in args.batch_size
         for workers in args.workers
         for shortlist in args.shortlist
+        for precision in args.precision
     ]
-    for name, beam, batch_size, workers, shortlist in settings:
+    for name, beam, batch_size, workers, shortlist, precision in settings:
         options = model + (["--workers", str(workers)] if workers else [])
         # a 0 asked for is passed too: an export's own default may be a shortlist
         options += ["--shortlist", str(shortlist)] if args.shortlist != [0] else []
+        options += ["--precision", precision] if precision else []
         result = run_translate(options, args.input, ref, beam, batch_size, args.threads)
         seconds = result.pop("seconds")
         record = {
@@ -115,6 +127,7 @@ def main() -> None:
             "batch_size": batch_size,
             "workers": workers,
             "shortlist": shortlist,
+            "precision": precision,
             "threads": args.threads,
             "sentences": sentences,
             "seconds": round(seconds, 2),
