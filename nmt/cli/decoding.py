@@ -46,7 +46,7 @@ from nmt.outputs import check_output
 
 SEARCH = ("batch_size", "beam", "alpha", "max_src_len", "max_len_extra", "no_repeat_ngram")
 COMPUTING = ("precision",)  # what the model computes in
-PIVOTING = ("through", "pivot_candidates")  # a pivot language between source and target
+PIVOTING = ("through", "zero_shot", "pivot_candidates")  # a pivot language between the two
 SAMPLING = ("nbest", "sample", "temperature", "top_k", "top_p", "seed")
 RESTRICTING = ("shortlist", "restrict_to_target_language")  # which output pieces search scores
 GRID = ("beam", "alpha")  # what `nmt eval` scores a grid of, each option given several times

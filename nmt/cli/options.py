@@ -114,7 +114,7 @@ DECODE_OPTIONS: dict[str, Any] = {  # unset, each comes from the checkpoint's de
         ),
     ],
     "precision": Annotated[
-        str | None,
+        Literal["auto", "fp32", "bf16"] | None,
         typer.Option(
             metavar="auto|fp32|bf16",
             help="What search computes in: bf16 (bfloat16 weights and activations, scores "
@@ -129,6 +129,14 @@ DECODE_OPTIONS: dict[str, Any] = {  # unset, each comes from the checkpoint's de
             help="Translate into LANG first, then from LANG into the target (pivoting); a "
             "direction a multilingual model never trained goes through the language that "
             "connects it unless decode.zero_shot is direct (default: decode.through).",
+        ),
+    ],
+    "zero_shot": Annotated[
+        Literal["pivot", "direct"] | None,
+        typer.Option(
+            metavar="pivot|direct",
+            help="A direction a multilingual model never trained: through the language that "
+            "connects it (pivot), or zero-shot (direct) (default: decode.zero_shot).",
         ),
     ],
     "pivot_candidates": Annotated[

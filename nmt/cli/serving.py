@@ -19,6 +19,7 @@ from nmt.cli.options import CHECKPOINT_HELP, QuantizeOption, WorkersOption, deco
     "shortlist",
     "restrict_to_target_language",
     "precision",
+    "zero_shot",
     "pivot_candidates",
 )
 def serve(

@@ -182,7 +182,7 @@ def check_chain(first: Any, second: Any, through: str | None) -> str:
 def notice(source: str, pivot: str, target: str, lines: int) -> None:
     log.warning(
         "notice: %s-%s was not trained: %d line(s) go through %s (%s-%s-%s); "
-        "--set decode.zero_shot=direct translates them directly.",
+        "--zero-shot direct (decode.zero_shot) translates them directly.",
         source,
         target,
         lines,

@@ -91,6 +91,23 @@ def test_an_untrained_direction_goes_through_the_connecting_language(models, cap
     caplog.clear()
     zero_shot = direct.translate(GERMAN, tgt_lang="xx", src_lang="de")
     assert "not trained" not in caplog.text and all(t.pivot is None for t in zero_shot)
+    german = "".join(line + "\n" for line in GERMAN)
+    options = (
+        "--checkpoint",
+        models["tagged"],
+        "--tgt-lang",
+        "xx",
+        "--src-lang",
+        "de",
+        "--beam",
+        "2",
+    )
+    pivoted = nmt("translate", *options, input=german)
+    assert pivoted.stdout.splitlines() == texts(explicit)
+    assert "--zero-shot direct (decode.zero_shot) translates them directly" in pivoted.stderr
+    ran = nmt("translate", *options, "--zero-shot", "direct", input=german)
+    assert ran.returncode == 0 and "not trained" not in ran.stderr, ran.stderr
+    assert ran.stdout.splitlines() == texts(zero_shot)
 
 
 def test_paths_rank_by_both_legs_log_probability(models):
