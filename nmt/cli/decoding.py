@@ -208,7 +208,6 @@ def _check_engine_options(
         "--alignments": alignments,
         "--attention-plots": attention_plots is not None,
         "--attention-layer": attention_layer is not None,
-        "--through": decode.get("through") is not None,
         "--then": then is not None,
     }
     refused = [option for option, given in unsupported.items() if given]

@@ -47,7 +47,8 @@ from nmt.export.converter import CONFIG_FILE, VMAP_FILE, import_ctranslate2
 from nmt.model.device import resolve_precision
 from nmt.search import Hypothesis, max_lengths
 from nmt.search.constraints import Constraints
-from nmt.translate.loading import tokenizer_towards
+from nmt.translate import pivot as pivoting
+from nmt.translate.loading import decode_settings, tokenizer_towards
 from nmt.translate.pipeline import CHUNK_LINES, translate_stream
 from nmt.translate.quantize import SCHEMES
 from nmt.translate.results import Translation
@@ -58,6 +59,7 @@ class CTranslate2Translator:
     decode settings, `translate(lines)` and `stream(lines)`; the search runs in CTranslate2."""
 
     reports_attention = False  # see the module's docstring
+    then = None  # a chain of two models is the Translator's (--then with --checkpoint)
 
     def __init__(
         self,
@@ -88,6 +90,11 @@ class CTranslate2Translator:
         self,
         lines: Iterable[str],
         *,
+        beam: int | None = None,
+        alpha: float | None = None,
+        nbest: int | None = None,
+        max_src_len: int | None = None,
+        no_repeat_ngram: int | None = None,
         alignments: bool = False,
         attention: bool = False,
         batch_size: int | None = None,
@@ -97,36 +104,46 @@ class CTranslate2Translator:
         chunk: int | None = CHUNK_LINES,
         done: Callable[[int], None] | None = None,
         first: int = 0,
+        through: str | None = None,
         src_lang: str | None = None,
     ) -> Iterator[Translation]:
         """Each line's Translation in input order, `chunk` lines at a time; a blank line
-        gives a blank translation. `prefix`: one per line (None: none), as CTranslate2's
-        target_prefix. `tgt_lang`: the language to write, for a model that writes several
-        (the tag goes in as a piece). `first`: as in Translator.stream. `src_lang` decides
-        no path here: CTranslate2 translates directly (pivots stay with --checkpoint)."""
+        gives a blank translation. Options not given are the model's decode settings.
+        `prefix`: one per line (None: none), as CTranslate2's target_prefix. `tgt_lang`: the
+        language to write, for a model that writes several (the tag goes in as a piece).
+        `first`, `through` and `src_lang`: as in Translator.stream (a pivot runs both legs
+        in CTranslate2)."""
+        options = dict(beam=beam, alpha=alpha, nbest=nbest, max_src_len=max_src_len)
+        options.update(no_repeat_ngram=no_repeat_ngram, through=through)
+        decode = decode_settings(self.decode, options)
         if alignments or attention:
             raise UserError(
                 "CTranslate2 reports no attention here, so alignments and attention maps need "
                 "the checkpoint the model was exported from."
             )
-        if self.decode.coverage_penalty:
+        if decode.coverage_penalty:
             raise UserError(
                 "CTranslate2 reports no attention here, so it cannot rank by the coverage "
-                f"penalty (decode.coverage_penalty {self.decode.coverage_penalty}); pass "
+                f"penalty (decode.coverage_penalty {decode.coverage_penalty}); pass "
                 "--coverage-penalty 0, or translate with the --checkpoint the model was "
                 "exported from."
             )
-        if self.decode.restrict_to_target_language:
+        if decode.restrict_to_target_language:
             raise UserError(
                 "CTranslate2 takes one vocabulary map for every language, so it cannot keep "
                 "a translation to the requested language's pieces "
                 "(decode.restrict_to_target_language); pass --any-target-piece, or translate "
                 "with the --checkpoint the model was exported from."
             )
+        wanted = dict(alignments=alignments, attention=attention, batch_size=batch_size)
+        args = (lines, tgt_lang, src_lang, wanted, constraints, prefix, chunk, done, first)
+        routed = pivoting.routed_stream(self, decode, *args)
+        if routed is not None:
+            return routed
         return translate_stream(
             lines,
             self.towards(tgt_lang),
-            self.decode,
+            decode,
             self._search,
             batch_size=batch_size,
             workers=self.workers,
@@ -165,25 +182,30 @@ class CTranslate2Translator:
         ]
         results: list[list[Hypothesis]] = [[] for _ in src_ids]
         overran = []
-        for i, output in enumerate(self._translate_batch(src_ids, max(limits), prefixes)):
+        batch = self._translate_batch(src_ids, max(limits), prefixes, decode)
+        for i, output in enumerate(batch):
             if max(len(pieces) for pieces in output.hypotheses) > limits[i]:
                 overran.append(i)
             else:
-                results[i] = self._hypotheses(output)
+                results[i] = self._hypotheses(output, decode)
         overran.sort(key=limits.__getitem__)
         for limit, group in itertools.groupby(overran, key=limits.__getitem__):
             group = list(group)
             outputs = self._translate_batch(
-                [src_ids[i] for i in group], limit, [prefixes[i] for i in group]
+                [src_ids[i] for i in group], limit, [prefixes[i] for i in group], decode
             )
             for i, output in zip(group, outputs, strict=True):
-                results[i] = self._hypotheses(output)
+                results[i] = self._hypotheses(output, decode)
         return results
 
     def _translate_batch(
-        self, src_ids: list[list[int]], limit: int, prefixes: list[list[str] | None]
+        self,
+        src_ids: list[list[int]],
+        limit: int,
+        prefixes: list[list[str] | None],
+        decode: DecodeConfig,
     ) -> list[Any]:
-        beam, alpha = self.decode.beam, self.decode.alpha
+        beam, alpha = decode.beam, decode.alpha
         return self.model.translate_batch(
             [self.tokenizer.src.pieces(ids) for ids in src_ids],
             target_prefix=prefixes if any(prefixes) else None,
@@ -195,23 +217,23 @@ class CTranslate2Translator:
             max_input_length=0,  # the pipeline has cut sources at decode.max_src_len
             return_end_token=True,
             return_scores=True,
-            no_repeat_ngram_size=self.decode.no_repeat_ngram,
-            use_vmap=self.decode.shortlist > 0,
+            no_repeat_ngram_size=decode.no_repeat_ngram,
+            use_vmap=decode.shortlist > 0,
         )
 
-    def _hypotheses(self, output: Any) -> list[Hypothesis]:
+    def _hypotheses(self, output: Any, decode: DecodeConfig) -> list[Hypothesis]:
         """CTranslate2's hypotheses as ours, best `nbest` first by our normalised score."""
-        alpha, eos = self.decode.alpha, self.tokenizer.tgt.eos_id
+        alpha, eos = decode.alpha, self.tokenizer.tgt.eos_id
         unk = self.tokenizer.tgt.unk_id
         hypotheses = []
         for pieces, score in zip(output.hypotheses, output.scores, strict=True):
             tokens = [self.tgt_ids.get(piece, unk) for piece in pieces]  # eos included if produced
             steps = len(tokens)
-            raw = score * steps**alpha if self.decode.beam > 1 else score  # undo its penalty
+            raw = score * steps**alpha if decode.beam > 1 else score  # undo its penalty
             ended = bool(tokens) and tokens[-1] == eos
             hypotheses.append(Hypothesis(tokens[:-1] if ended else tokens, raw, None, steps))
         hypotheses.sort(key=lambda h: h.normalised_score(alpha), reverse=True)
-        return hypotheses[: self.decode.nbest]
+        return hypotheses[: decode.nbest]
 
 
 def load_ctranslate2_translator(

@@ -205,6 +205,10 @@ def test_a_model_of_several_target_languages_exports_with_its_tags(tmp_path, cor
     }
     with pytest.raises(UserError, match="this model writes de, en"):
         theirs.translate(lines)
+    pivoted = theirs.translate(lines, tgt_lang="en", through="de")  # both legs CTranslate2's
+    expected = ours.translate(lines, tgt_lang="en", through="de")
+    assert [t.text for t in pivoted] == [t.text for t in expected]
+    assert [t.pivot.text for t in pivoted] == [t.pivot.text for t in expected]
     restricted = dataclasses.replace(
         config, decode=dataclasses.replace(config.decode, restrict_to_target_language=True)
     )
@@ -225,6 +229,9 @@ def test_a_model_of_several_target_languages_exports_with_its_tags(tmp_path, cor
         input=lines[0] + "\n",
     )
     assert result.returncode == 0 and result.stdout.strip() == found[0].text
+    result = nmt("translate", "--engine", "ctranslate2", "--model", directory, "--tgt-lang",
+                 "en", "--through", "de", "--beam", 1, input=lines[0] + "\n")  # fmt: skip
+    assert result.returncode == 0 and result.stdout.strip() == pivoted[0].text, result.stderr
 
 
 def test_a_model_whose_decoder_starts_from_the_tag_is_refused(tmp_path, corpus_dir, tokenizer):
