@@ -67,6 +67,12 @@ class TranslateRequest(BaseModel):
         description="The source's language, where it decides whether to pivot (default: "
         "read from the text).",
     )
+    then: StrictStr | None = Field(
+        None,
+        description="The id of another served model that translates on from this model's "
+        "translations: a chain of two (de-en, then en-cs), tgt_lang the second's; the "
+        "model's chains list them.",
+    )
 
     @field_validator("src", "prefix")
     @classmethod
@@ -129,6 +135,10 @@ class ModelInfo(BaseModel):
     pivots: dict[str, str] = Field(
         description="Directions it never trained that it translates through a pivot language: "
         "{'de-cs': 'en', ...}."
+    )
+    chains: dict[str, str] = Field(
+        description="Languages it reaches only through another served model, each with that "
+        "model's id (a request's then): {'cs': 'en-cs', ...}."
     )
     decode: dict[str, float | int | bool | str | None]
 

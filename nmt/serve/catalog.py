@@ -83,8 +83,9 @@ class ServedModel:
             return f"{given}: this model writes {', '.join(languages)} only; set one of them"
         return None
 
-    def describe(self) -> dict[str, Any]:
-        """What GET /translator/models says about this model (no file paths)."""
+    def describe(self, served: dict[str, ServedModel]) -> dict[str, Any]:
+        """What GET /translator/models says about this model (no file paths); `served`:
+        every model of the server, for the chains through them."""
         decode, model = self.translator.decode, self.translator.config.model
         pairs = self.translator.config.data.pairs
         return {
@@ -99,6 +100,7 @@ class ServedModel:
             "heads": model.attention.heads if model.attention.type == "multihead" else 1,
             "quantize": self.quantize,
             "pivots": pivots(pairs),
+            "chains": chains(self, served),
             "decode": {
                 "beam": decode.beam,
                 "n_best": decode.nbest,
@@ -115,6 +117,33 @@ class ServedModel:
                 "pivot_candidates": decode.pivot_candidates,
             },
         }
+
+
+def chains(first: ServedModel, served: dict[str, ServedModel]) -> dict[str, str]:
+    """The languages `first` neither reads nor writes that another served model writes
+    from one it writes (a round trip back into a source language is no chain), each with
+    the first such model's id."""
+    writes = set(first.translator.target_languages)
+    known = writes | set(first.translator.source_languages)
+    found: dict[str, str] = {}
+    for second in served.values():
+        reads = set(second.translator.source_languages)
+        if second is not first and len(writes & reads) == 1:
+            for language in second.translator.target_languages:
+                if language not in known:
+                    found.setdefault(language, second.id)
+    return found
+
+
+def chained(
+    served: dict[str, ServedModel], model_id: str, then: str | None, through: str | None
+) -> Translator:
+    """The translator of `model_id`, chained to the model `then` (meeting in `through`, or
+    the one language they share) where a request names one."""
+    translator = served[model_id].translator
+    if then is None:
+        return translator
+    return translator.with_decode(through=through).chained(served[then].translator)
 
 
 def pivots(pairs: list[tuple[str, str]]) -> dict[str, str]:

@@ -47,11 +47,12 @@ from nmt.serve.api import (
     error_details,
     excerpt,
 )
-from nmt.serve.catalog import Item, ServedModel, load_models, translate_items
+from nmt.serve.catalog import Item, ServedModel, chained, load_models, translate_items
 from nmt.serve.guards import ApiKeyGuard, BodyGuard, declare_bearer
 from nmt.serve.microbatch import MicroBatcher
 from nmt.translate.constraints import ConstraintError, check_constraints, parse_constraints
 from nmt.translate.parallel import one_torch_thread
+from nmt.translate.pivot import check_chain
 
 STATIC = Path(__file__).parent / "static"
 SWAGGER_UI = Path(fastapi_offline.__file__).parent / "static"  # Swagger UI's own files
@@ -86,7 +87,12 @@ def create_app(
     workers = workers or available_cores()
     batcher = MicroBatcher(
         lambda key, items: translate_items(
-            models[key[0]].translator, key[1], items, limits.max_batch, key[2], key[3]
+            chained(models, key[0], key[4], key[1].through),
+            key[1],
+            items,
+            limits.max_batch,
+            key[2],
+            key[3],
         ),
         window=limits.window,
         max_batch=limits.max_batch,
@@ -177,7 +183,7 @@ def _serve_api(
     @app.get("/translator/models", response_model=list[ModelInfo])
     async def list_models() -> list[dict]:
         """The models this server offers, by id, with their default decode settings."""
-        return [model.describe() for model in models.values()]
+        return [model.describe(models) for model in models.values()]
 
     @app.get("/translator/limits", response_model=LimitsInfo)
     async def list_limits() -> dict:
@@ -241,6 +247,7 @@ def _plan(
             raise _invalid(index, "n_best", str(error), request.n_best) from None
         if problem := model.pivot_error(request.through):
             raise _invalid(index, "through", problem, request.through)
+        writer = _chain_end(models, model, request, decode.through, index)
         if nbest is not None and decode.nbest != nbest:
             detail = (
                 f"all inputs of a request need the same n_best; earlier ones have {nbest}: "
@@ -248,12 +255,12 @@ def _plan(
             )
             raise _invalid(index, "n_best", detail, request.n_best)
         nbest = decode.nbest
-        if problem := model.language_error(request.tgt_lang):
+        if problem := writer.language_error(request.tgt_lang):
             raise _invalid(index, "tgt_lang", problem, request.tgt_lang)
         wanted = request.constraints.model_dump() if request.constraints is not None else None
         try:
             check_constraints(
-                model.translator.towards(request.tgt_lang),
+                writer.translator.towards(request.tgt_lang),
                 request.src,
                 wanted,
                 request.prefix,
@@ -269,9 +276,32 @@ def _plan(
             parse_constraints(wanted),
             request.prefix,
         )
-        key = (model.id, decode, request.tgt_lang, request.src_lang)
+        key = (model.id, decode, request.tgt_lang, request.src_lang, request.then)
         groups.setdefault(key, []).append((index, item))
     return groups, nbest or 1
+
+
+def _chain_end(
+    models: dict[str, ServedModel],
+    model: ServedModel,
+    request: TranslateRequest,
+    through: str | None,
+    index: int,
+) -> ServedModel:
+    """The model that writes the request's translation: the one it names in `then`, if
+    their languages meet (in `through`, where given), or its own."""
+    if request.then is None:
+        return model
+    second = models.get(request.then)
+    if second is None:
+        known = ", ".join(repr(name) for name in models)
+        problem = f"unknown model id: set then to one this server has, {known}"
+        raise _invalid(index, "then", problem, excerpt(request.then))
+    try:
+        check_chain(model.translator, second.translator, through)
+    except UserError as error:
+        raise _invalid(index, "then", str(error), request.then) from None
+    return second
 
 
 class _AsciiJSONResponse(JSONResponse):

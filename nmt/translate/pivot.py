@@ -171,8 +171,8 @@ def check_chain(first: Any, second: Any, through: str | None) -> str:
         met = []
     if len(met) != 1:
         raise UserError(
-            f"--then: the first model writes {', '.join(sorted(writes))} and the second "
-            f"reads {', '.join(sorted(reads))}; they must meet in one language"
+            f"a chain of two models: the first writes {', '.join(sorted(writes))} and the "
+            f"second reads {', '.join(sorted(reads))}; they must meet in one language"
             + (f" (--through {through})" if through else "")
             + ". Chain a model into the language the other translates from."
         )

@@ -97,11 +97,18 @@ class Translator:
         loaded = _loaded(cls, checkpoints, device, quantize, attention_layer, workers, decode)
         loaded.tgt_lang = tgt_lang
         if then is not None:
-            loaded.then = _loaded(cls, then, device, quantize, None, workers, decode)
-            pivoting.check_chain(loaded, loaded.then, loaded.decode.through)
+            loaded = loaded.chained(_loaded(cls, then, device, quantize, None, workers, decode))
         if tgt_lang is not None:
             (loaded.then or loaded).towards(tgt_lang)  # an unknown language fails here
         return loaded
+
+    def chained(self, then: Translator) -> Translator:
+        """This translator (its model shared) translating on through `then`: a chain of two,
+        refused where the first's languages and the second's do not meet."""
+        chain = copy.copy(self)
+        chain.then = then
+        pivoting.check_chain(chain, then, chain.decode.through)
+        return chain
 
     def with_decode(self, **options: Any) -> Translator:
         """This translator, its model shared (loaded once), with decode settings replaced

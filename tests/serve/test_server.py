@@ -360,7 +360,7 @@ def test_decode_options_replace_every_served_models_settings(checkpoints):
     specs = [str(checkpoints["demo"]), f"b={checkpoints['other']}"]
     models = load_models(specs, max_src_len=7, no_repeat_ngram=2)
     assert [model.translator.decode.max_src_len for model in models.values()] == [7, 7]
-    assert models["b"].describe()["decode"]["no_repeat_ngram"] == 2
+    assert models["b"].describe(models)["decode"]["no_repeat_ngram"] == 2
     (cut,) = models["b"].translator.translate(["the dog sees the cat because we sleep . " * 4])
     assert cut.truncated and len(cut.src_ids) == 7
 
@@ -374,7 +374,7 @@ def test_served_models_translate_with_their_shortlist(checkpoints, tmp_path):
         load_models([str(served)], shortlist=3)
     assert nmt("shortlist", "--checkpoint", served).returncode == 0
     (model,) = load_models([str(served)], shortlist=3).values()
-    assert model.describe()["decode"]["shortlist"] == 3
+    assert model.describe({})["decode"]["shortlist"] == 3
     translator = model.translator
     (found,) = translator.translate(["the dog sees the cat ."])
     tgt = translator.tokenizer.tgt

@@ -348,3 +348,50 @@ def test_a_pair_the_model_never_trained_goes_through_a_pivot_on_the_page(three_w
     shown = column.find_element(By.CSS_SELECTOR, ".translation").text
     assert shown == answer[0][0]["tgt"].strip()
     assert column.find_element(By.CSS_SELECTOR, ".pivot").text == answer[0][0]["pivot"].strip()
+
+
+@pytest.fixture(scope="module")
+def chain_server(tmp_path_factory, corpus_dir, tokenizer):
+    """Two models, de-en and en-xx: German to xx is a chain of the two."""
+    directory = tmp_path_factory.mktemp("chain")
+    corpus = shutil.copytree(corpus_dir, directory / "corpus")
+    for split in ("train", "valid", "test"):
+        german = (corpus / f"{split}.de").read_text("utf-8").splitlines()
+        xx = "".join(" ".join(reversed(line.split())) + "\n" for line in german)
+        (corpus / f"{split}.xx").write_text(xx, "utf-8")
+    de_en = tiny_experiment(corpus, "data.src_lang=de", "data.tgt_lang=en")
+    en_xx = tiny_experiment(corpus, "data.src_lang=en", "data.tgt_lang=xx")
+    specs = [
+        f"--checkpoint=de-en={write_checkpoint(directory / 'de-en.pt', de_en, tokenizer)}",
+        f"--checkpoint=en-xx={write_checkpoint(directory / 'en-xx.pt', en_xx, tokenizer, seed=2)}",
+    ]
+    with running_server(directory / "server.log", *specs) as s:
+        yield s
+
+
+def test_a_language_another_served_model_writes_on_into_is_a_chain_on_the_page(
+    chain_server, browser
+):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.select import Select
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    wait = WebDriverWait(browser, 60)
+    browser.get(chain_server.url + "/")
+    wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#model-a option")) == 2)
+    Select(browser.find_element(By.ID, "model-a")).select_by_value("de-en")
+    into = Select(browser.find_element(By.ID, "tgt-lang"))
+    assert [option.text for option in into.options] == ["en", "xx"]
+    into.select_by_value("xx")
+    source = browser.find_element(By.ID, "source")
+    source.clear()
+    source.send_keys("der Hund sieht die Katze.")
+    browser.find_element(By.ID, "translate").click()
+    wait.until(lambda b: "done" in b.find_element(By.ID, "status").text)
+    column = browser.find_element(By.CSS_SELECTOR, '.column[data-model="de-en"]')
+    request = {"src": "der Hund sieht die Katze.", "id": "de-en", "tgt_lang": "xx", "then": "en-xx"}
+    status, answer = chain_server.translate([request])
+    assert status == 200 and answer[0][0]["pivot"]
+    shown = column.find_element(By.CSS_SELECTOR, ".translation").text
+    assert shown == answer[0][0]["tgt"].strip()
+    assert column.find_element(By.CSS_SELECTOR, ".pivot").text == answer[0][0]["pivot"].strip()

@@ -69,7 +69,7 @@ def test_a_chain_of_two_models_is_each_run_in_turn(models, tmp_path):
 
 
 def test_a_chain_whose_languages_do_not_meet_is_refused(models):
-    with pytest.raises(UserError, match="first model writes en and the second reads de"):
+    with pytest.raises(UserError, match="the first writes en and the second reads de"):
         Translator.load(models["de-en"], then=models["de-en"])
     ran = nmt("translate", "--checkpoint", models["en-xx"], "--then", models["de-en"],
               input="a dog.\n")  # fmt: skip
@@ -168,4 +168,27 @@ def test_the_server_pivots_and_lists_its_pivots(models):
         assert answer[0][0]["pivot"] == expected.pivot.text
         status, refused = client.translate([{**item, "through": "fr"}])
         assert status == 422 and refused["detail"][0]["loc"] == ["body", 0, "through"]
+        assert client.request("GET", "/translator/health")[0] == 200
+
+
+def test_the_server_chains_two_served_models(models):
+    from serve.serving import serving_app
+
+    from nmt.serve.catalog import load_models
+    from nmt.serve.server import create_app
+
+    served = load_models([f"de-en={models['de-en']}", f"en-xx={models['en-xx']}"])
+    chain = Translator.load(models["de-en"], then=models["en-xx"], beam=2, workers=1)
+    with serving_app(create_app(served, workers=1)) as client:
+        status, listed = client.request("GET", "/translator/models")
+        assert status == 200 and [m["chains"] for m in listed] == [{"xx": "en-xx"}, {}]
+        item = {"src": GERMAN[0], "id": "de-en", "then": "en-xx", "tgt_lang": "xx", "beam": 2}
+        status, answer = client.translate([item])
+        expected = chain.translate(GERMAN[0])
+        assert status == 200 and answer[0][0]["tgt"] == expected.text
+        assert answer[0][0]["pivot"] == expected.pivot.text
+        for wrong, problem in (("fr-en", "unknown model id"), ("de-en", "must meet")):
+            status, refused = client.translate([{**item, "id": "en-xx", "then": wrong}])
+            assert status == 422 and refused["detail"][0]["loc"] == ["body", 0, "then"]
+            assert problem in refused["detail"][0]["msg"]
         assert client.request("GET", "/translator/health")[0] == 200

@@ -112,7 +112,9 @@ def test_translate_and_serve_load_int8_models(checkpoint):
     translations = translator.translate(LINES)
     assert len(translations) == 3 and translations[1].text == ""
     (served,) = load_models([f"int8={checkpoint}"], quantize="int8").values()
-    assert served.describe()["quantize"] == "int8" and float_linears(served.translator.model) == []
+    assert (
+        served.describe({})["quantize"] == "int8" and float_linears(served.translator.model) == []
+    )
 
 
 def test_the_command_line_option(checkpoint, tmp_path):

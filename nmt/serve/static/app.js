@@ -37,6 +37,7 @@ let maxSentences = 64;
 // the one to write in every request, picked under "Into".
 const targetLanguages = {};  // model id -> the languages it writes
 const sourceLanguages = {};  // model id -> the languages it reads
+const chainedLanguages = {};  // model id -> {language: the served model that writes it on}
 
 async function api(path, body) {
   const headers = body === undefined ? {} : { "Content-Type": "application/json" };
@@ -78,6 +79,7 @@ async function loadModels() {
   for (const model of models) {
     targetLanguages[model.model_id] = model.tgt_langs;
     sourceLanguages[model.model_id] = [...new Set(model.directions.map((d) => d.split("-")[0]))];
+    chainedLanguages[model.model_id] = model.chains;
     const directions = model.directions.map((d) => d.replace("-", "→")).join(" ");
     const details = [directions, model.decoder, model.attention];
     if (model.quantize) details.push(model.quantize);
@@ -92,14 +94,23 @@ async function loadModels() {
   setStatus(`${models.length} model${models.length === 1 ? "" : "s"} loaded`);
 }
 
-// The "Into" picker lists the languages the chosen models write, when one writes several;
+// The "Into" picker lists the languages the chosen models reach, when one reaches several:
+// those it writes, and those another served model writes on from its translations (a chain);
 // the "From" picker the languages they read, when one reads several ("auto": read from the
-// text). A pair the model never trained goes through a pivot language, shown under the
-// translation.
+// text). A pair the model never trained goes through a pivot language, and a chain through
+// the language the two models meet in, shown under the translation.
 function showLanguages() {
   const ids = [$("model-a").value, $("model-b").value].filter((id) => id);
-  fill("tgt-lang", languagesOf(ids, targetLanguages), []);
+  fill("tgt-lang", languagesOf(ids, reachable()), []);
   fill("src-lang", languagesOf(ids, sourceLanguages), ["auto"]);
+}
+
+function reachable() {
+  const table = {};
+  for (const id of Object.keys(targetLanguages)) {
+    table[id] = [...targetLanguages[id], ...Object.keys(chainedLanguages[id] || {})];
+  }
+  return table;
 }
 
 function languagesOf(ids, table) {
@@ -120,9 +131,10 @@ function fill(id, languages, first) {
   $(`${id}-label`).hidden = languages.length === 0;
 }
 
-// A request's options for model `id`: the languages picked, where the model has several.
+// A request's options for model `id`: the languages picked, where the model has several,
+// and the model that writes on (then) where the language is a chain's.
 function optionsFor(id, options) {
-  const languages = targetLanguages[id] || [];
+  const languages = reachable()[id] || [];
   const sources = sourceLanguages[id] || [];
   const chosen = Object.assign({}, options);
   if (sources.length > 1 && sources.includes($("src-lang").value)) {
@@ -131,9 +143,10 @@ function optionsFor(id, options) {
   if (languages.length < 2) return chosen;
   const language = $("tgt-lang").value;
   if (!languages.includes(language)) {
-    throw new Error(`${id} writes ${languages.join(", ")}, not ${language}: pick one of them`);
+    throw new Error(`${id} reaches ${languages.join(", ")}, not ${language}: pick one of them`);
   }
-  return Object.assign({ tgt_lang: language }, chosen);
+  const then = targetLanguages[id].includes(language) ? {} : { then: chainedLanguages[id][language] };
+  return Object.assign({ tgt_lang: language }, then, chosen);
 }
 
 async function translate() {
