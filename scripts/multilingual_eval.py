@@ -14,7 +14,8 @@ the failure zero-shot translation is known for, answering in the wrong language.
 
 --restrict-to-target-language translates as decode.restrict_to_target_language does;
 --through L translates each source into L first and that translation into the target
-(pivoting, with the same model). One JSON line per checkpoint and direction; --hyp-dir also
+(pivoting by hand, with the same model); without it a zero-shot direction is translated
+directly (`nmt translate` pivots it by default). One JSON line per checkpoint and direction; --hyp-dir also
 keeps the translations, as RUN.SPLIT.DIRECTION[.restricted][.through-L].hyp (RUN: the
 checkpoint's directory name), for `nmt eval --hyp`.
 """
@@ -66,6 +67,7 @@ def main() -> None:
             beam=args.beam,
             nbest=1,
             restrict_to_target_language=args.restrict_to_target_language,
+            zero_shot="direct",  # a zero-shot row is the model's own; --through pivots by hand
             **({} if args.alpha is None else {"alpha": args.alpha}),
         )
         for direction in args.directions:
