@@ -15,9 +15,10 @@ the failure zero-shot translation is known for, answering in the wrong language.
 --restrict-to-target-language translates as decode.restrict_to_target_language does;
 --through L translates each source into L first and that translation into the target
 (pivoting by hand, with the same model); without it a zero-shot direction is translated
-directly (`nmt translate` pivots it by default). One JSON line per checkpoint and direction; --hyp-dir also
-keeps the translations, as RUN.SPLIT.DIRECTION[.restricted][.through-L].hyp (RUN: the
-checkpoint's directory name), for `nmt eval --hyp`.
+directly (`nmt translate` pivots it by default). One JSON line per checkpoint and
+direction; --hyp-dir also keeps the translations, as
+RUN.SPLIT.DIRECTION[.restricted][.through-L].hyp (RUN: the checkpoint's directory name),
+for `nmt eval --hyp`.
 """
 
 from __future__ import annotations

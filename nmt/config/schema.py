@@ -655,7 +655,7 @@ class DecodeConfig:
     # Pivoting (nmt/translate/pivot.py): translate into `through` first, then from it into
     # the target; a direction a multilingual model never trained goes through the language
     # that connects it (zero_shot: pivot), or directly (direct); `pivot_candidates` k: the
-    # first leg's k best each give k, ranked by the two legs' summed log-probability
+    # first leg's k best each give k, ranked by the sum of the two legs' search scores
     through: str | None = None
     zero_shot: Literal["pivot", "direct"] = "pivot"
     pivot_candidates: int = 1

@@ -91,7 +91,9 @@ class PairScore:
     """How likely the model finds a given translation of a source (forced decoding), token
     by token as search scores it."""
 
-    total: float | None  # the sum of the token log-probabilities; None: blank source
+    # the sum of the token log-probabilities (through a pivot: the path's score, as search
+    # ranks it, nmt/translate/pivot.py); None: blank source
+    total: float | None
     tokens: list[str]  # the target's subwords, then '</s>' when it is scored (see ended)
     log_probs: list[float]  # one per token
     p_gen: list[float] | None = None  # a copy model's, one per token: the share not copied

@@ -1,6 +1,6 @@
 """Pivot translation: through one model or a chain of two, a pivot equals its two legs run
-by hand; untrained directions pivot by default; paths rank by both legs' log-probability;
-alignments compose through the pivot; the server pivots and lists its pivots."""
+by hand; untrained directions pivot by default; paths rank by both legs' length-normalised
+scores; alignments compose through the pivot; the server pivots and lists its pivots."""
 
 import logging
 
@@ -110,20 +110,24 @@ def test_an_untrained_direction_goes_through_the_connecting_language(models, cap
     assert ran.stdout.splitlines() == texts(zero_shot)
 
 
-def test_paths_rank_by_both_legs_log_probability(models):
-    translator = Translator.load(models["tagged"], beam=3, nbest=3, workers=1, pivot_candidates=2)
+def test_paths_rank_by_both_legs_length_normalised_scores(models):
+    translator = Translator.load(
+        models["tagged"], beam=3, nbest=3, workers=1, pivot_candidates=2, alpha=1.5
+    )
     found = translator.translate(GERMAN[0], tgt_lang="xx", through="en", src_lang="de")
     scores = [c.score for c in found.nbest]
     assert scores == sorted(scores, reverse=True) and len({c.text for c in found.nbest}) == 3
     for candidate in found.nbest:
-        assert candidate.score == candidate.pivot.hypothesis.score + candidate.hypothesis.score
+        legs = [candidate.pivot.hypothesis, candidate.hypothesis]
+        assert candidate.score == pytest.approx(sum(h.normalised_score(1.5) for h in legs))
+        assert candidate.pivot.score == legs[0].normalised_score(1.5)
     pivots = {c.pivot.text for c in found.nbest}
     firsts = translator.translate(GERMAN[0], tgt_lang="en", nbest=2, beam=3, src_lang="de")
     assert pivots <= {c.text for c in firsts.nbest}  # among the first leg's 2 best
 
 
 def test_scores_through_the_pivot_follow_the_rule_search_ranks_by(models):
-    translator = Translator.load(models["tagged"], beam=2, workers=1, through="en")
+    translator = Translator.load(models["tagged"], beam=2, workers=1, through="en", alpha=1.5)
     found = translator.translate(GERMAN[0], tgt_lang="xx", src_lang="de")
     (scored,) = translator.score([GERMAN[0]], [found.nbest[0].hypothesis.tokens], tgt_lang="xx")
     assert scored.total == pytest.approx(found.nbest[0].score, abs=1e-3)
