@@ -9,6 +9,7 @@ What it answers is in results.py, how checkpoints load in loading.py, the line p
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
@@ -197,19 +198,13 @@ class Translator:
         if routed is not None:
             return routed
         tokenizer = self.towards(tgt_lang)
-
-        def search(src_ids, settings, lines, guides):
-            return search_batch(
-                self.model,
-                tokenizer,
-                src_ids,
-                settings,
-                lines,
-                guides,
-                attention=alignments or attention,
-                shortlist=self.shortlist,
-            )
-
+        search = functools.partial(
+            search_batch,
+            self.model,
+            tokenizer,
+            attention=alignments or attention,
+            shortlist=self.shortlist,
+        )
         return translate_stream(
             lines,
             tokenizer,

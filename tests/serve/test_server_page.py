@@ -306,6 +306,31 @@ def test_the_api_docs_behind_a_key_open_and_try_it_out_with_the_key(keyed, brows
     assert (200, json.loads(body.text)) == expected
 
 
+GERMAN = "der Hund sieht die Katze."
+
+
+def translated_on_page(browser, wait, model):
+    """The page's column of `model` after it translated GERMAN."""
+    from selenium.webdriver.common.by import By
+
+    source = browser.find_element(By.ID, "source")
+    source.clear()
+    source.send_keys(GERMAN)
+    browser.find_element(By.ID, "translate").click()
+    wait.until(lambda b: "done" in b.find_element(By.ID, "status").text)
+    return browser.find_element(By.CSS_SELECTOR, f'.column[data-model="{model}"]')
+
+
+def shows_the_pivoted_answer(column, status, answer):
+    """The column shows what the API answers for the same request: translation and pivot."""
+    from selenium.webdriver.common.by import By
+
+    assert status == 200 and answer[0][0]["pivot"]
+    shown = column.find_element(By.CSS_SELECTOR, ".translation").text
+    assert shown == answer[0][0]["tgt"].strip()
+    assert column.find_element(By.CSS_SELECTOR, ".pivot").text == answer[0][0]["pivot"].strip()
+
+
 @pytest.fixture(scope="module")
 def three_way_server(tmp_path_factory, corpus_dir, tokenizer):
     """A model of de-en, en-de, en-xx and xx-en: German to xx goes through English."""
@@ -336,18 +361,9 @@ def test_a_pair_the_model_never_trained_goes_through_a_pivot_on_the_page(three_w
     assert [option.text for option in sources.options] == ["auto", "de", "en", "xx"]
     sources.select_by_value("de")
     Select(browser.find_element(By.ID, "tgt-lang")).select_by_value("xx")
-    source = browser.find_element(By.ID, "source")
-    source.clear()
-    source.send_keys("der Hund sieht die Katze.")
-    browser.find_element(By.ID, "translate").click()
-    wait.until(lambda b: "done" in b.find_element(By.ID, "status").text)
-    column = browser.find_element(By.CSS_SELECTOR, '.column[data-model="three"]')
-    request = {"src": "der Hund sieht die Katze.", "id": "three", "tgt_lang": "xx"}
-    status, answer = three_way_server.translate([{**request, "src_lang": "de"}])
-    assert status == 200 and answer[0][0]["pivot"]
-    shown = column.find_element(By.CSS_SELECTOR, ".translation").text
-    assert shown == answer[0][0]["tgt"].strip()
-    assert column.find_element(By.CSS_SELECTOR, ".pivot").text == answer[0][0]["pivot"].strip()
+    column = translated_on_page(browser, wait, "three")
+    request = {"src": GERMAN, "id": "three", "tgt_lang": "xx", "src_lang": "de"}
+    shows_the_pivoted_answer(column, *three_way_server.translate([request]))
 
 
 @pytest.fixture(scope="module")
@@ -383,15 +399,6 @@ def test_a_language_another_served_model_writes_on_into_is_a_chain_on_the_page(
     into = Select(browser.find_element(By.ID, "tgt-lang"))
     assert [option.text for option in into.options] == ["en", "xx"]
     into.select_by_value("xx")
-    source = browser.find_element(By.ID, "source")
-    source.clear()
-    source.send_keys("der Hund sieht die Katze.")
-    browser.find_element(By.ID, "translate").click()
-    wait.until(lambda b: "done" in b.find_element(By.ID, "status").text)
-    column = browser.find_element(By.CSS_SELECTOR, '.column[data-model="de-en"]')
-    request = {"src": "der Hund sieht die Katze.", "id": "de-en", "tgt_lang": "xx", "then": "en-xx"}
-    status, answer = chain_server.translate([request])
-    assert status == 200 and answer[0][0]["pivot"]
-    shown = column.find_element(By.CSS_SELECTOR, ".translation").text
-    assert shown == answer[0][0]["tgt"].strip()
-    assert column.find_element(By.CSS_SELECTOR, ".pivot").text == answer[0][0]["pivot"].strip()
+    column = translated_on_page(browser, wait, "de-en")
+    request = {"src": GERMAN, "id": "de-en", "tgt_lang": "xx", "then": "en-xx"}
+    shows_the_pivoted_answer(column, *chain_server.translate([request]))
