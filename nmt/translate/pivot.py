@@ -204,8 +204,8 @@ def routes_any(translator: Any, decode: Any, target: str) -> bool:
         return True
     if decode.zero_shot == "direct":
         return False
-    pairs = translator.config.data.pairs
-    return any((source, target) not in set(pairs) for source, _ in pairs)
+    pairs = set(translator.config.data.pairs)
+    return any((source, target) not in pairs for source, _ in pairs)
 
 
 def routed(
@@ -288,8 +288,7 @@ def routed_stream(
     """Translator.stream's answer where some line may go through a pivot under `decode`
     (`routed` a chunk of lines at a time, constraints and prefixes read in step); None
     where none can, for the plain path to serve."""
-    languages = (translator.then or translator).target_languages
-    target = tgt_lang or translator.tgt_lang or (languages[0] if len(languages) == 1 else None)
+    target = _target(translator, tgt_lang)
     if target is None or not routes_any(translator, decode, target):
         return None
     check_through(translator, decode.through)
@@ -297,6 +296,13 @@ def routed_stream(
     tuned.decode = decode
     args = (lines, target, src_lang, wanted, constraints, prefix, chunk, done, first)
     return _chunks(tuned, *args)
+
+
+def _target(translator: Any, tgt_lang: str | None) -> str | None:
+    """The language the translator (or its chain's second model) is asked to write: the
+    call's, the translator's, or the only one it writes."""
+    languages = (translator.then or translator).target_languages
+    return tgt_lang or translator.tgt_lang or (languages[0] if len(languages) == 1 else None)
 
 
 def _chunks(translator, lines, target, src_lang, wanted, constraints, prefix, chunk, done, first):
@@ -324,7 +330,6 @@ def scored(translator: Any, sources: list[str], targets: list, tgt_lang: str | N
     pivot = translator.decode.through
     if translator.then is not None:
         pivot = check_chain(translator, translator.then, pivot)
-    languages = second.target_languages
-    target = tgt_lang or translator.tgt_lang or (languages[0] if len(languages) == 1 else None)
+    target = _target(translator, tgt_lang)
     first, second = direct(translator), direct(second)
     return scored_through_pivot(first, second, sources, list(targets), pivot, target)
