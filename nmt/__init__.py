@@ -21,10 +21,13 @@ from typing import TYPE_CHECKING, Any
 from nmt.errors import UserError
 from nmt.version import __version__
 
-# oneDNN, which runs torch's bf16 matrix products on a CPU, caches a primitive per input
-# shape, each holding megabytes, up to 1024 by default: training's batches come in hundreds
-# of shapes, so a bf16 run grew by gigabytes. 64 bounds that at no cost in speed (measured,
-# docs/results.md). Read when oneDNN first runs, so set before torch computes anything.
+# torch runs bf16 matrix products on a CPU through oneDNN, and keeps their primitives per
+# input shape in two caches, each holding megabytes per shape: ideep's (LRU_CACHE_CAPACITY,
+# 1024 by default) and oneDNN's own (ONEDNN_PRIMITIVE_CACHE_CAPACITY, 1024). Training's
+# batches come in hundreds of shapes, so a bf16 run grew by gigabytes; small caches bound
+# it at no cost in speed (measured, docs/results.md). Read when oneDNN first runs, so set
+# before torch computes anything.
+os.environ.setdefault("LRU_CACHE_CAPACITY", "16")
 os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64")
 
 __all__ = [

@@ -72,6 +72,26 @@ def test_import_nmt_is_light_and_names_its_api():
         nmt.no_such_name  # noqa: B018
 
 
+@pytest.mark.parametrize(
+    ("given", "expected"), [({}, "16 64"), ({"LRU_CACHE_CAPACITY": "3"}, "3 64")]
+)
+def test_import_nmt_bounds_onednns_caches_unless_told(given, expected):
+    """Each cache holds megabytes per matrix shape; a bf16 run meets hundreds of shapes."""
+    code = (
+        "import os, nmt; "
+        "print(os.environ['LRU_CACHE_CAPACITY'], os.environ['ONEDNN_PRIMITIVE_CACHE_CAPACITY'])"
+    )
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("LRU_CACHE_CAPACITY", "ONEDNN_PRIMITIVE_CACHE_CAPACITY")
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=environment | given
+    )
+    assert result.stdout.split() == expected.split(), result.stderr
+
+
 def test_a_checkpoint_path_may_be_a_str_a_path_or_a_list_of_them(checkpoint):
     texts = {
         repr(kind): nmt.Translator.load(kind).translate(LINES[0]).text
