@@ -119,7 +119,7 @@ DECODE_OPTIONS: dict[str, Any] = {  # unset, each comes from the checkpoint's de
             metavar="auto|fp32|bf16",
             help="What search computes in: bf16 (bfloat16 weights and activations, scores "
             "summed in float32) is faster where the CPU or GPU multiplies it natively; auto "
-            "chooses it there (default: decode.precision).",
+            "chooses it there for models 128 or more wide (default: decode.precision).",
         ),
     ],
     "through": Annotated[

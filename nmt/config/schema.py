@@ -545,8 +545,9 @@ class TrainConfig:
     best_metric: Literal["bleu", "loss"] = "bleu"  # with several directions: their mean
     keep_last: int = 0
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    # auto: bf16 where the device multiplies it natively, else fp32 (nmt/train/precision.py)
-    precision: Literal["auto", "fp32", "bf16", "fp16"] = "fp32"
+    # auto: bf16 where the device multiplies it natively and model.decoder.emb_dim >= 128
+    # (narrower models gain nothing), else fp32 (nmt/model/device.py, docs/results.md)
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     tensorboard: bool = False
     log_every: int = 50
     valid_every: int = 500
@@ -650,7 +651,7 @@ class DecodeConfig:
     # requested language used (nmt/translate/decoding.py::output_columns)
     restrict_to_target_language: bool = False
     # what search computes in: bf16 weights and activations (scores summed in float32),
-    # auto: bf16 where the device multiplies it natively (nmt/translate/loading.py)
+    # auto: as train.precision's (nmt/translate/loading.py)
     precision: Literal["auto", "fp32", "bf16"] = "fp32"
     # Pivoting (nmt/translate/pivot.py): translate into `through` first, then from it into
     # the target; a direction a multilingual model never trained goes through the language

@@ -273,7 +273,7 @@ def load_ctranslate2_translator(
         model = ct2.Translator(
             str(model_dir),
             device="cpu",
-            compute_type=_compute_type(quantize, decode.precision),
+            compute_type=_compute_type(quantize, decode.precision, config.model.decoder.emb_dim),
             inter_threads=workers,
             intra_threads=1 if workers > 1 else torch.get_num_threads(),
         )
@@ -282,9 +282,10 @@ def load_ctranslate2_translator(
     return CTranslate2Translator(model, tokenizer, config, decode, workers, tgt_lang)
 
 
-def _compute_type(quantize: str | None, precision: str) -> str:
-    """CTranslate2's compute type for --quantize and decode.precision (bf16: bfloat16)."""
-    bf16 = resolve_precision(precision, torch.device("cpu")) == "bf16"
+def _compute_type(quantize: str | None, precision: str, width: int) -> str:
+    """CTranslate2's compute type for --quantize and decode.precision (bf16: bfloat16) on a
+    model `width` wide."""
+    bf16 = resolve_precision(precision, torch.device("cpu"), width) == "bf16"
     if quantize is not None and precision == "bf16":
         raise UserError(
             "--precision bf16 and --quantize int8 are two ways to compute faster: choose one."

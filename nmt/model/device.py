@@ -25,10 +25,20 @@ def resolve_device(name: str, local_rank: int = 0, setting: str = "train.device"
     return torch.device("cuda", local_rank % torch.cuda.device_count())
 
 
-def resolve_precision(name: str, device: torch.device) -> str:
-    """fp32, bf16 or fp16: `auto` made definite for `device`."""
+# bf16 gains only where the matrix products are wide enough to outweigh its casts: training
+# tokens/s over fp32's on a CPU with AVX-512 BF16, by the model's embedding width: 64 (the
+# demo configs) 0.77x for RNNsearch and 1.0x for the Transformer, 128 1.08x and 1.23x, 256
+# 1.43x and 1.59x (docs/results.md, "bf16 training").
+BF16_MIN_WIDTH = 128
+
+
+def resolve_precision(name: str, device: torch.device, width: int) -> str:
+    """fp32, bf16 or fp16: `auto` made definite for `device` and a model whose embeddings
+    are `width` wide (model.decoder.emb_dim)."""
     if name != "auto":
         return name
+    if width < BF16_MIN_WIDTH:
+        return "fp32"
     if device.type == "cuda":
         return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
     return "bf16" if cpu_has_fast_bf16() else "fp32"

@@ -11,7 +11,8 @@ sums, nmt/model/loss.py), and the statistics of layer norm and softmax, which to
 bf16 kernels keep in float32. fp16 (CUDA only) keeps autocast with a gradient scaler.
 
 `auto` is bf16 where the device multiplies bf16 natively (a CUDA GPU that supports it, a
-CPU with AMX or AVX-512 BF16), fp32 elsewhere.
+CPU with AMX or AVX-512 BF16) and the model is wide enough to gain from it
+(nmt/model/device.py), fp32 elsewhere.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ class Precision:
     """The model that computes (a bf16 copy, or the model itself), and what turns its
     gradients into an update of the master weights (`scaler`: GradScaler's calls)."""
 
-    def __init__(self, name: str, device: torch.device):
-        name = resolve_precision(name, device)
+    def __init__(self, name: str, device: torch.device, width: int):
+        name = resolve_precision(name, device, width)
         if name == "fp16" and device.type != "cuda":
             raise UserError(
                 "train.precision fp16 needs a CUDA device (it relies on a GradScaler and fast "

@@ -59,7 +59,9 @@ class Trainer:
         self.corpus = corpus
         self.device = device or torch.device("cpu")
         self.ranks = ranks or Ranks()
-        self.precision = Precision(config.train.precision, self.device)
+        self.precision = Precision(
+            config.train.precision, self.device, config.model.decoder.emb_dim
+        )
         self.model = model.to(self.device)  # what is saved: never the DDP wrapper
         computing = self.precision.computing(self.model)  # the model, or its bf16 copy
         self.network = self.ranks.wrap(computing, self.device)  # what computes gradients

@@ -50,11 +50,16 @@ def load_model(
 
 
 def in_precision(
-    model: torch.nn.Module, precision: str, quantize: str | None, device: torch.device
+    model: torch.nn.Module,
+    precision: str,
+    quantize: str | None,
+    device: torch.device,
+    width: int,
 ) -> torch.nn.Module:
     """`model` as search computes with it under decode.precision: bf16 weights (so bf16
     activations, search summing scores in float32), or as it is; `auto` is bf16 where
-    `device` multiplies it natively, unless the weights are int8."""
+    `device` multiplies it natively and the model is `width` wide enough to gain from it
+    (nmt/model/device.py), unless the weights are int8."""
     if quantize is not None:
         if precision == "bf16":
             raise UserError(
@@ -62,7 +67,7 @@ def in_precision(
                 "int8 layers compute in int8 and float32): choose one."
             )
         return model
-    if resolve_precision(precision, device) == "bf16":
+    if resolve_precision(precision, device, width) == "bf16":
         return model.to(torch.bfloat16)
     return model
 

@@ -45,7 +45,7 @@ def test_an_update_the_fp16_scaler_skips_leaves_the_average_alone(tmp_path, corp
     """fp16's scaler skips the optimizer step whose scaled gradients overflowed (and halves
     its scale); the average must skip it too, neither moving nor counting it. A CPU scaler
     and a gradient made infinite stand in for a GPU's fp16 overflow."""
-    config = experiment(corpus_dir, "train.ema_decay=0.5")
+    config = experiment(corpus_dir, "train.ema_decay=0.5", "train.precision=fp32")
     torch.manual_seed(0)
     model = build_model(config.model, tokenizer.src, tokenizer.tgt)
     trainer = Trainer(config, tmp_path, Corpus(tokenizer, None, None, None), model)

@@ -24,7 +24,7 @@ native = pytest.mark.skipif(not cpu_has_fast_bf16(), reason="this CPU emulates b
 
 def test_fp16_on_the_cpu_is_a_clear_error():
     with pytest.raises(UserError, match="fp16 needs a CUDA device.*bf16 or fp32"):
-        Precision("fp16", torch.device("cpu"))
+        Precision("fp16", torch.device("cpu"), 256)
 
 
 def test_fast_bf16_is_read_from_the_cpu_flags(tmp_path):
@@ -39,20 +39,29 @@ def test_fast_bf16_is_read_from_the_cpu_flags(tmp_path):
 @pytest.mark.parametrize("fast, expected", [(True, "bf16"), (False, "fp32")])
 def test_auto_follows_the_cpu_flags(monkeypatch, fast, expected):
     monkeypatch.setattr("nmt.model.device.cpu_has_fast_bf16", lambda: fast)
-    assert resolve_precision("auto", torch.device("cpu")) == expected
-    assert resolve_precision("fp32", torch.device("cpu")) == "fp32"  # given: as given
+    assert resolve_precision("auto", torch.device("cpu"), 256) == expected
+    assert resolve_precision("fp32", torch.device("cpu"), 256) == "fp32"  # given: as given
+    assert resolve_precision("bf16", torch.device("cpu"), 16) == "bf16"
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_auto_keeps_narrow_models_in_fp32_where_bf16_gains_nothing(monkeypatch, device):
+    monkeypatch.setattr("nmt.model.device.cpu_has_fast_bf16", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)
+    assert resolve_precision("auto", torch.device(device), 127) == "fp32"
+    assert resolve_precision("auto", torch.device(device), 128) == "bf16"
 
 
 @pytest.mark.parametrize("supported, expected", [(True, "bf16"), (False, "fp32")])
 def test_auto_follows_the_gpus_capability(monkeypatch, supported, expected):
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: supported)
-    assert resolve_precision("auto", torch.device("cuda")) == expected
+    assert resolve_precision("auto", torch.device("cuda"), 256) == expected
 
 
 def test_bf16_on_a_slow_cpu_warns(monkeypatch, caplog):
     monkeypatch.setattr("nmt.train.precision.cpu_has_fast_bf16", lambda: False)
     with caplog.at_level(logging.WARNING, logger="nmt"):
-        Precision("bf16", torch.device("cpu"))
+        Precision("bf16", torch.device("cpu"), 256)
     assert "hundreds of times slower" in caplog.text
 
 
@@ -123,16 +132,20 @@ def test_resume_is_bit_identical_in_bf16(tmp_path, corpus_dir):
     assert a["config"]["train"]["precision"] == "bf16"
 
 
-@native
-def test_auto_trains_in_bf16_here_and_says_so(tmp_path, corpus_dir):
+@pytest.mark.parametrize(
+    "width, expected",
+    [(16, "fp32"), pytest.param(128, "bf16", marks=native)],
+)
+def test_auto_is_the_default_and_the_run_says_what_it_chose(tmp_path, corpus_dir, width, expected):
+    """tests/tiny.yaml leaves train.precision at its default."""
     run = tmp_path / "run"
     ran = nmt("train", "--config", "tests/tiny.yaml", "--run-dir", run,
-              "--set", f"data.path={corpus_dir}", "--set", "train.precision=auto",
+              "--set", f"data.path={corpus_dir}", "--set", f"model.decoder.emb_dim={width}",
               "--set", "train.max_steps=3")  # fmt: skip
     assert ran.returncode == 0, ran.stderr
-    assert "precision: bf16\n" in (run / "config.yaml").read_text()
-    assert '"precision": "bf16"' in (run / "metrics.jsonl").read_text()
-    assert ", bf16, run dir" in (run / "train.log").read_text()
+    assert f"precision: {expected}\n" in (run / "config.yaml").read_text()
+    assert f'"precision": "{expected}"' in (run / "metrics.jsonl").read_text()
+    assert f", {expected}, run dir" in (run / "train.log").read_text()
 
 
 @native

@@ -88,6 +88,7 @@ def test_accumulating_two_batches_equals_one_batch_of_both(tmp_path, corpus_dir,
     """Gradients of the loss per target token: 2 x B accumulated == 2B at once (fp32, no
     dropout, the same tokens; the batches have different token counts and padding)."""
     keys = ["model.encoder.dropout=0", "model.decoder.dropout=0", "train.clip_norm=0"]
+    keys += ["train.precision=fp32"]  # the equality is float32's
     lines = (corpus_dir / "train.en").read_text().splitlines()[:7]
     refs = (corpus_dir / "train.de").read_text().splitlines()[:7]
     src, tgt = tokenizer.src.encode(lines), tokenizer.tgt.encode(refs)
@@ -196,7 +197,7 @@ def tiny_validator(config, tokenizer, corpus_dir):
     torch.manual_seed(0)
     model = build_model(config.model, tokenizer.src, tokenizer.tgt)
     cpu = torch.device("cpu")
-    return Validator(model, corpus, config, Precision("fp32", cpu), cpu)
+    return Validator(model, corpus, config, Precision("fp32", cpu, 16), cpu)
 
 
 def test_validation_leaves_the_rng_streams_untouched(corpus_dir, tokenizer):
