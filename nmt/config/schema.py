@@ -470,6 +470,12 @@ class ModelConfig:
     copy: bool = False
     copy_layer: int | None = None
 
+    @property
+    def width(self) -> int:
+        """The width of the target embeddings, which sizes most of the model's matrix
+        products (and so whether bf16 pays: nmt/model/device.py)."""
+        return self.decoder.emb_dim
+
     def __post_init__(self) -> None:
         encoder, decoder = self.encoder, self.decoder
         query, memory = decoder.state_dim, encoder.output_dim
@@ -545,7 +551,7 @@ class TrainConfig:
     best_metric: Literal["bleu", "loss"] = "bleu"  # with several directions: their mean
     keep_last: int = 0
     device: Literal["auto", "cpu", "cuda"] = "auto"
-    # auto: bf16 where the device multiplies it natively and model.decoder.emb_dim >= 128
+    # auto: bf16 where the device multiplies it natively and the model is >= 128 wide
     # (narrower models gain nothing), else fp32 (nmt/model/device.py, docs/results.md)
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     tensorboard: bool = False

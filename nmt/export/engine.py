@@ -273,7 +273,7 @@ def load_ctranslate2_translator(
         model = ct2.Translator(
             str(model_dir),
             device="cpu",
-            compute_type=_compute_type(quantize, decode.precision, config.model.decoder.emb_dim),
+            compute_type=_compute_type(quantize, decode.precision, config.model.width),
             inter_threads=workers,
             intra_threads=1 if workers > 1 else torch.get_num_threads(),
         )

@@ -33,8 +33,8 @@ BF16_MIN_WIDTH = 128
 
 
 def resolve_precision(name: str, device: torch.device, width: int) -> str:
-    """fp32, bf16 or fp16: `auto` made definite for `device` and a model whose embeddings
-    are `width` wide (model.decoder.emb_dim)."""
+    """fp32, bf16 or fp16: `auto` made definite for `device` and a model `width` wide
+    (ModelConfig.width)."""
     if name != "auto":
         return name
     if width < BF16_MIN_WIDTH:

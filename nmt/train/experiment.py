@@ -74,7 +74,7 @@ def train_experiment(
         require_extra("tensorboard", "train.tensorboard: true")
     device = resolve_device(config.train.device, local_rank())
     # the precision written to config.yaml and the checkpoints is the one trained in
-    precision = resolve_precision(config.train.precision, device, config.model.decoder.emb_dim)
+    precision = resolve_precision(config.train.precision, device, config.model.width)
     config = dataclasses.replace(
         config, train=dataclasses.replace(config.train, precision=precision)
     )

@@ -28,6 +28,14 @@ class Progress:
     def minutes(self) -> float:
         return self.earlier_minutes + (time.monotonic() - self.started) / 60
 
+    def fraction_done(self, train: TrainConfig) -> float:
+        """How far the run is toward its end: train.max_steps or train.max_minutes,
+        whichever is nearer."""
+        fraction = self.step / train.max_steps
+        if train.max_minutes:
+            fraction = max(fraction, self.minutes() / train.max_minutes)
+        return fraction
+
     def state(self) -> dict:
         state = dataclasses.asdict(self)
         del state["started"]

@@ -59,9 +59,7 @@ class Trainer:
         self.corpus = corpus
         self.device = device or torch.device("cpu")
         self.ranks = ranks or Ranks()
-        self.precision = Precision(
-            config.train.precision, self.device, config.model.decoder.emb_dim
-        )
+        self.precision = Precision(config.train.precision, self.device, config.model.width)
         self.model = model.to(self.device)  # what is saved: never the DDP wrapper
         computing = self.precision.computing(self.model)  # the model, or its bf16 copy
         self.network = self.ranks.wrap(computing, self.device)  # what computes gradients
@@ -236,13 +234,9 @@ class Trainer:
         self.report.record(self.window.flush(progress.step, progress.epoch, lr, progress.minutes()))
 
     def _show_progress(self) -> None:
-        if not self.ranks.is_main:
-            return
-        train, progress = self.config.train, self.progress
-        fraction = progress.step / train.max_steps
-        if train.max_minutes:
-            fraction = max(fraction, progress.minutes() / train.max_minutes)
-        show_progress(progress.step, fraction, progress.minutes(), self.window.rate())
+        if self.ranks.is_main:
+            done = self.progress.fraction_done(self.config.train)
+            show_progress(self.progress.step, done, self.progress.minutes(), self.window.rate())
 
 
 def train_batches(

@@ -244,7 +244,7 @@ def _loaded(cls, checkpoints, device, quantize, attention_layer, workers, decode
     """A Translator of `checkpoints`, as Translator.load describes."""
     model, tokenizer, config, device = load_model(checkpoints, device, quantize, attention_layer)
     settings = decode_settings(config.decode, decode)
-    model = in_precision(model, settings.precision, quantize, device, config.model.decoder.emb_dim)
+    model = in_precision(model, settings.precision, quantize, device, config.model.width)
     if workers is None:
         workers = available_cores() if device.type == "cpu" else 1
     first, best = checkpoint_paths(checkpoints)[0], settings.shortlist
