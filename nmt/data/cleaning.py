@@ -37,22 +37,26 @@ import numpy as np
 
 from nmt.config import CleanConfig, DataConfig, Experiment
 from nmt.data.language_id import identifier
-from nmt.data.splits import load_split, read_pairs
+from nmt.data.splits import load_split, locate, read_pairs
+from nmt.errors import UserError
 
-FILTERS = (
-    "empty",
-    "control_characters",
-    "too_long",
-    "letters",
-    "length_ratio",
-    "copy",
-    "held_out",
-    "language",
-    "duplicate",
-    "near_duplicate",
-)
+# each filter, in the order they judge, and its keys in the clean section (CleanConfig)
+FILTER_KEYS = {
+    "empty": ("empty",),
+    "control_characters": ("control_characters",),
+    "too_long": ("max_words", "max_chars"),
+    "letters": ("min_letter_ratio",),
+    "length_ratio": ("max_ratio_deviation",),
+    "copy": ("max_copy_overlap",),
+    "held_out": ("held_out",),
+    "language": ("language_rank",),
+    "duplicate": ("duplicates",),
+    "near_duplicate": ("near_duplicates",),
+}
+FILTERS = tuple(FILTER_KEYS)  # in the order they judge
 log = logging.getLogger("nmt")
 
+LANGUAGES_HINT = "Check that data.src_lang and data.tgt_lang name the corpus's languages. "
 MIN_RATIO_SAMPLE = 50  # fewer pairs tell too little of the corpus's length ratio
 URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
 
@@ -214,14 +218,33 @@ def cleaned_pairs(
             yield judged.src, judged.tgt
     report = cleaner.report()
     removed = ", ".join(f"{name} {count}" for name, count in report["removed"].items() if count)
+    direction = f"{data.src_lang}-{data.tgt_lang}"
+    if report["pairs_in"] and not report["pairs_out"]:
+        keys = ", ".join(
+            f"clean.{key}" for name, count in report["removed"].items() if count
+            for key in FILTER_KEYS[name]
+        )  # fmt: skip
+        raise UserError(
+            f"data.clean: the filters removed all {report['pairs_in']} {direction} training "
+            f"pairs of {_train_files(data)} ({removed}), leaving nothing to train on. "
+            f"{LANGUAGES_HINT if report['removed']['language'] else ''}Loosen those filters "
+            f"({keys}; null turns one off), or set data.clean: false."
+        )
     log.info(
-        "data.clean: %d of %d %s-%s training pairs kept (removed: %s)",
+        "data.clean: %d of %d %s training pairs kept (removed: %s)",
         report["pairs_out"],
         report["pairs_in"],
-        data.src_lang,
-        data.tgt_lang,
+        direction,
         removed or "none",
     )
+
+
+def _train_files(data: DataConfig) -> str:
+    """Where the train split's pairs come from, for messages."""
+    location = locate(data, "train")
+    if location.kind == "hub":
+        return f"data.hub_id {data.hub_id}, split '{location.split}'"
+    return " and ".join(str(file) for file in location.files)
 
 
 def cleaning(config: Experiment) -> CleanConfig | None:

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from conftest import nmt, tiny_train_args
 from nmt.config import CleanConfig
 from nmt.data.cleaning import FILTERS, Cleaner, SeenHashes, fold
 
@@ -175,3 +176,18 @@ def test_seen_hashes_take_eight_bytes_a_text_once_merged():
     assert not any(seen.seen_or_add(text) for text in texts)
     assert all(seen.seen_or_add(text) for text in texts)
     assert seen.sorted.nbytes == 8 * 1000 and not seen.recent
+
+
+@pytest.mark.parametrize("streaming", ["false", "true"])
+def test_data_clean_removing_every_pair_names_the_filters(tmp_path, corpus_dir, streaming):
+    """Not SentencePiece's traceback on an empty sample: exit 2, the filters and their keys."""
+    args = tiny_train_args(
+        tmp_path / "run", corpus_dir, "data.clean=true", "clean.max_words=1",
+        f"data.streaming={streaming}",
+    )  # fmt: skip
+    ran = nmt(*args)
+    assert ran.returncode == 2, ran.stderr
+    message = ran.stderr.strip()
+    assert message.startswith("error: data.clean:") and "\n" not in message, message
+    assert "all 300 en-de training pairs" in message and "too_long 300" in message, message
+    assert "clean.max_words" in message and str(corpus_dir) in message, message
