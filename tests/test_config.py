@@ -259,6 +259,26 @@ def test_extra_train_lists_directories_once_for_the_train_split_in_memory(tmp_pa
     assert "error: config key 'data.extra_train': works on the train split in memory" in message
 
 
+@pytest.mark.parametrize("through", ["de", "fr"])
+def test_a_training_config_sets_no_default_pivot(tmp_path, through):
+    """decode.through pivots every line, so a checkpoint that kept it would pivot the very
+    direction into that language; refused when the config is read, not at the first
+    validation, and naming the key, not --through."""
+    found = error(tmp_path, f"decode.through={through}")
+    assert found.path == "decode.through" and "--through" in found.detail, found
+    run = tmp_path / "run"
+    message = refused(
+        "train",
+        "--config",
+        DEMO_CONFIG,
+        "--run-dir",
+        run,
+        *set_options(f"decode.through={through}"),
+    )
+    assert message.startswith("error: config key 'decode.through':"), message
+    assert not run.exists()
+
+
 def test_sampling_allows_more_draws_than_the_beam(tmp_path):
     config = load_config(write(tmp_path, ""), ["decode.sample=true", "decode.nbest=8"])
     assert config.decode.nbest == 8 and config.decode.greedy().nbest == 1

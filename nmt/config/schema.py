@@ -806,6 +806,15 @@ class Experiment:
             "needs one vocabulary for both languages; set tokenizer.joint: true (or give a "
             "joint tokenizer.model), or share_embeddings: false",
         )
+        _require(
+            self.decode.through is None,
+            "decode.through",
+            "pivots every line, and a model pivots only through a language it writes "
+            f"({', '.join(data.target_languages)}), which is the target of a direction it "
+            "trains: kept in the checkpoints, it would send that direction through its own "
+            "target. Remove it and pass --through to nmt translate, eval or score (a direction "
+            "the model never trained goes through a pivot already, decode.zero_shot: pivot)",
+        )
         self.check_decode(self.decode)
 
     def check_decode(self, decode: DecodeConfig) -> None:
