@@ -21,9 +21,10 @@ from nmt.data.corpus import prepare_corpus
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.extras import require_extra
-from nmt.model.device import resolve_device, resolve_precision
+from nmt.model.device import resolve_device
 from nmt.model.seq2seq import build_model
 from nmt.train.distributed import local_rank, start_ranks, stop_ranks
+from nmt.train.precision import run_precision
 from nmt.train.progress import Outcome
 from nmt.train.resume import resume_point, trim_metrics
 from nmt.train.rundir import RunLog, check_run_dir, save_config, start_run
@@ -73,25 +74,21 @@ def train_experiment(
     if config.train.tensorboard:
         require_extra("tensorboard", "train.tensorboard: true")
     device = resolve_device(config.train.device, local_rank())
-    # the precision written to config.yaml and the checkpoints is the one trained in
-    precision = resolve_precision(config.train.precision, device, config.model.width)
-    config = dataclasses.replace(
-        config, train=dataclasses.replace(config.train, precision=precision)
-    )
+    payload = resume_point(run_dir, config) if resume else None
     ranks = start_ranks(device)
     try:
-        return _train(config, run_dir, resume, overwrite, device, ranks)
+        return _train(config, run_dir, payload, overwrite, device, ranks)
     finally:
         stop_ranks(ranks)
 
 
-def _train(config, run_dir, resume, overwrite, device, ranks) -> Outcome:
+def _train(config, run_dir, payload, overwrite, device, ranks) -> Outcome:
     """Checks the run directory before any work and writes it only once the corpus has
     loaded, so a bad config or corpus leaves an old run as it was."""
-    payload = resume_point(run_dir, config) if resume else None
     if payload is None and ranks.is_main:
         check_run_dir(run_dir, overwrite)
     with RunLog(active=ranks.is_main) as run_log:
+        config = _in_run_precision(config, device, payload)
         threads = config.train.threads or max(1, available_cores() // ranks.local_world)
         torch.set_num_threads(threads)
         seed_everything(config.train.seed)
@@ -122,6 +119,14 @@ def _train(config, run_dir, resume, overwrite, device, ranks) -> Outcome:
                 return trainer.fit()
         finally:
             trainer.report.close()
+
+
+def _in_run_precision(config: Experiment, device: torch.device, payload: dict | None):
+    """`config` with the precision the run trains in, which config.yaml and the checkpoints
+    record (a resumed run's: nmt/train/precision.py, run_precision)."""
+    trained = payload["config"]["train"]["precision"] if payload else None
+    precision = run_precision(config.train.precision, device, config.model.width, trained)
+    return dataclasses.replace(config, train=dataclasses.replace(config.train, precision=precision))
 
 
 def _log_start(config, corpus, model, run_dir, device, ranks, payload) -> None:

@@ -37,12 +37,19 @@ RESUMABLE_KEYS = frozenset(
 )
 
 
+# what train.precision auto resolves to somewhere: a run of auto resumes on any device
+# (nmt/train/precision.py, run_precision)
+AUTO_PRECISIONS = ("fp32", "bf16")
+
+
 def check_resumable(payload: dict, config: Experiment, path: Path) -> None:
     """A UserError unless `config` continues the run whose last.pt is `payload`."""
     if "training" not in payload:
         raise UserError(f"{path} holds no training state (it is not a last.pt); cannot resume.")
     stored = checkpoint_config(payload["config"])  # keys added since: at their defaults
     ignored = RESUMABLE_KEYS | _not_yet_in_effect(stored, config, payload["step"])
+    if config.train.precision == "auto" and stored.train.precision in AUTO_PRECISIONS:
+        ignored |= {"train.precision"}  # which one it continues in: run_precision
     differences = config_differences(config_to_dict(stored), config_to_dict(config), ignored)
     if differences:
         shown = "; ".join(differences[:6]) + ("; ..." if len(differences) > 6 else "")

@@ -1,5 +1,6 @@
 """Stopping cleanly and surviving kill -9: real `nmt train` processes, signalled mid-run."""
 
+import logging
 import os
 import random
 import signal
@@ -15,6 +16,7 @@ from conftest import tiny_experiment, tiny_train_args
 from nmt.checkpoint import load_checkpoint
 from nmt.config import config_differences, config_to_dict
 from nmt.errors import UserError
+from nmt.train.experiment import train_experiment
 from nmt.train.resume import check_resumable, trim_metrics
 from nmt.train.rng import rng_preserved
 
@@ -115,6 +117,37 @@ def test_a_run_from_before_a_key_existed_resumes_and_a_changed_key_is_named(corp
     stored["train"]["lr"] = 0.5
     with pytest.raises(UserError, match=r"different config \(train.lr: 0.5 -> 0.002\)"):
         check_resumable(payload, config, Path("run/last.pt"))
+
+
+def on_a_cpu(monkeypatch, fast_bf16: bool) -> None:
+    """Fakes the CPU flags that auto and Precision read: with AVX-512 BF16 or without."""
+    for module in ("nmt.model.device", "nmt.train.precision"):
+        monkeypatch.setattr(f"{module}.cpu_has_fast_bf16", lambda: fast_bf16)
+
+
+@pytest.mark.parametrize("started, resumed", [("bf16", "fp32"), ("fp32", "fp32"), ("bf16", "bf16")])
+def test_auto_resumes_on_another_cpu_in_a_precision_it_computes(
+    tmp_path, corpus_dir, monkeypatch, caplog, started, resumed
+):
+    """A run of train.precision auto keeps the precision it resolved where the CPU computes
+    it natively (fp32 always), else continues in the CPU's own with a notice; the master
+    weights are float32 either way, so no "different config" refusal."""
+    keys = ["model.decoder.emb_dim=128", "train.valid_every=2"]  # wide enough for bf16
+    on_a_cpu(monkeypatch, fast_bf16=started == "bf16")
+    train_experiment(tiny_experiment(corpus_dir, *keys, "train.max_steps=2"), tmp_path)
+    assert load_checkpoint(tmp_path / "last.pt")["config"]["train"]["precision"] == started
+    on_a_cpu(monkeypatch, fast_bf16=resumed == "bf16" or started == "fp32")
+    with caplog.at_level(logging.INFO, logger="nmt"):
+        again = tiny_experiment(corpus_dir, *keys, "train.max_steps=4")
+        assert train_experiment(again, tmp_path, resume=True).step == 4
+    last = load_checkpoint(tmp_path / "last.pt")
+    assert last["config"]["train"]["precision"] == resumed
+    assert f"precision: {resumed}\n" in (tmp_path / "config.yaml").read_text()
+    assert all(value.dtype != torch.bfloat16 for value in last["model"].values())
+    notices = [r.getMessage() for r in caplog.records if "continues in" in r.getMessage()]
+    assert len(notices) == (started != resumed), notices
+    if notices:
+        assert "train.precision auto" in notices[0] and "bf16" in notices[0], notices
 
 
 def test_trim_metrics_keeps_the_lines_of_the_checkpoint(tmp_path):
