@@ -720,8 +720,14 @@ class DecodeConfig:
 class CleanConfig:
     """What `nmt clean` (and `data.clean: true` in training) removes from a train split
     (nmt/data/cleaning.py), each filter in the order it judges; null or false turns one off.
-    Thresholds are documented, with the measurements behind them, in docs/cleaning.md."""
+    Thresholds are documented, with the measurements behind them, in docs/cleaning.md.
+    Before the filters judge a pair, two repairs (nmt/data/repairs.py)."""
 
+    # mojibake ("MÃ¤nner": UTF-8 read as Latin-1 or Windows-1252) decoded again by ftfy
+    fix_text: bool = True
+    # HTML tags, character references and URLs: strip (keep the text between them), remove
+    # (the pair, as the markup filter), or null (neither: the filters judge them as they are)
+    markup: Literal["strip", "remove"] | None = "strip"
     empty: bool = True  # a side empty or only whitespace
     control_characters: bool = True  # control, private-use, unassigned characters, U+FFFD
     max_words: int | None = 250  # words on either side

@@ -1,9 +1,11 @@
 """Rule-based cleaning of a parallel corpus: the filters crawled data needs (OpusFilter,
 Aulamo et al. 2020; Khayrallah & Koehn 2018 on what noise costs a neural model), each a
-small check with a threshold of the `clean` config section, judged in this order:
+small check with a threshold of the `clean` config section, judged in this order after
+the repairs of nmt/data/repairs.py (mojibake decoded again, markup stripped):
 
   empty               a side empty or only whitespace
   control_characters  control, private-use or unassigned characters, or U+FFFD (damage)
+  markup              HTML tags, character references or URLs (with clean.markup: remove)
   too_long            more than max_words words or max_chars characters on a side
   letters             a side mostly digits, punctuation or URLs
   length_ratio        a log character-length ratio far from the corpus's own (truncations,
@@ -23,20 +25,18 @@ corpus's size but for what duplicates need: 8 bytes per distinct pair (`SeenHash
 from __future__ import annotations
 
 import collections
-import hashlib
 import logging
 import math
-import re
 import statistics
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain, islice
 
-import numpy as np
-
 from nmt.config import CleanConfig, DataConfig, Experiment
 from nmt.data.language_id import identifier
+from nmt.data.repairs import URL, has_markup, repaired
+from nmt.data.seen_hashes import SeenHashes
 from nmt.data.splits import load_split, locate, read_pairs
 from nmt.errors import UserError
 
@@ -44,6 +44,7 @@ from nmt.errors import UserError
 FILTER_KEYS = {
     "empty": ("empty",),
     "control_characters": ("control_characters",),
+    "markup": ("markup",),
     "too_long": ("max_words", "max_chars"),
     "letters": ("min_letter_ratio",),
     "length_ratio": ("max_ratio_deviation",),
@@ -54,23 +55,26 @@ FILTER_KEYS = {
     "near_duplicate": ("near_duplicates",),
 }
 FILTERS = tuple(FILTER_KEYS)  # in the order they judge
+REPAIRS = ("fix_text", "markup")  # nmt/data/repairs.py, in the order they repair
+# a pair repaired, the repairs made, and the filter that removes it with what it saw
+Verdict = tuple[str, str, tuple[str, ...], tuple[str, str] | None]
 log = logging.getLogger("nmt")
 
 LANGUAGES_HINT = "Check that data.src_lang and data.tgt_lang name the corpus's languages. "
 MIN_RATIO_SAMPLE = 50  # fewer pairs tell too little of the corpus's length ratio
-URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class Judged:
-    """A pair as read (`number` counts from 1, as lines do) and why it was removed, if it
-    was: the filter's name and what it saw."""
+    """A pair (`number` counts from 1, as lines do), what repaired it and why it was
+    removed, if it was: the filter's name and what it saw."""
 
     number: int
-    src: str
+    src: str  # as the filters judged it: repaired
     tgt: str
     removed_by: str | None = None
     detail: str = ""
+    repairs: tuple[str, ...] = ()  # of nmt/data/repairs.py, those that changed the pair
 
 
 class Cleaner:
@@ -92,7 +96,7 @@ class Cleaner:
         )
         self.seen, self.seen_folded = SeenHashes(), SeenHashes()
         self.ratio: tuple[float, float] | None = None  # the corpus's median, robust deviation
-        self.counts: collections.Counter[str] = collections.Counter()
+        self.counts: collections.Counter[str] = collections.Counter()  # removed, repaired
         self.pairs = 0
         self.checks: list[tuple[str, Callable[[str, str], str | None]]] = [  # all but duplicates
             (name, check) for name, check in self._checks().items() if check is not None
@@ -106,22 +110,25 @@ class Cleaner:
         in order, so the result is the same."""
         numbered = ((number, src, tgt) for number, (src, tgt) in enumerate(pairs, 1))
         sample = list(islice(numbered, self.config.ratio_sample))
-        self.ratio = _ratio_spread([(src, tgt) for _, src, tgt in sample])
+        self.ratio = _ratio_spread([repaired(src, tgt, self.config)[:2] for _, src, tgt in sample])
         rows = chain(sample, numbered)
         if workers > 1 and len(sample) == self.config.ratio_sample:  # worth starting processes
             verdicts = _in_processes(self, rows, workers)
         else:
             verdicts = ((row, self.judge_alone(row[1], row[2])) for row in rows)
-        for (number, src, tgt), verdict in verdicts:
-            yield self._counted(Judged(number, src, tgt, *(verdict or self._repeated(src, tgt))))
+        for (number, _, _), (src, tgt, repairs, verdict) in verdicts:
+            removal = verdict or self._repeated(src, tgt)
+            yield self._counted(Judged(number, src, tgt, *removal, repairs=repairs))
 
-    def judge_alone(self, src: str, tgt: str) -> tuple[str, str] | None:
-        """(filter, detail) of the first filter but duplicates that removes the pair."""
+    def judge_alone(self, src: str, tgt: str) -> Verdict:
+        """The pair repaired, the repairs made, and (filter, detail) of the first filter but
+        duplicates that removes it (None: none does)."""
+        src, tgt, repairs = repaired(src, tgt, self.config)
         for name, check in self.checks:
             detail = check(src, tgt)
             if detail is not None:
-                return name, detail
-        return None
+                return src, tgt, repairs, (name, detail)
+        return src, tgt, repairs, None
 
     def _repeated(self, src: str, tgt: str) -> tuple[str, str] | tuple[()]:
         """(filter, detail) where a kept pair repeats an earlier kept one; () if new."""
@@ -134,21 +141,25 @@ class Cleaner:
 
     def _counted(self, judged: Judged) -> Judged:
         self.pairs += 1
+        self.counts.update(f"repaired:{name}" for name in judged.repairs)
         if judged.removed_by is not None:
             self.counts[judged.removed_by] += 1
         return judged
 
     def report(self) -> dict:
-        """Pairs in, out, and removed by each filter (all of them, zeros included)."""
+        """Pairs in, out, repaired by each repair and removed by each filter (all of them,
+        zeros included)."""
         removed = {name: self.counts[name] for name in FILTERS}
+        repairs = {name: self.counts[f"repaired:{name}"] for name in REPAIRS}
         kept = self.pairs - sum(removed.values())
-        return {"pairs_in": self.pairs, "pairs_out": kept, "removed": removed}
+        return {"pairs_in": self.pairs, "pairs_out": kept, "repaired": repairs, "removed": removed}
 
     def _checks(self) -> dict[str, Callable[[str, str], str | None] | None]:
         config = self.config
         return {
             "empty": _empty if config.empty else None,
             "control_characters": _control if config.control_characters else None,
+            "markup": _markup if config.markup == "remove" else None,
             "too_long": self._too_long if config.max_words or config.max_chars else None,
             "letters": self._letters if config.min_letter_ratio else None,
             "length_ratio": self._length_ratio if config.max_ratio_deviation else None,
@@ -273,7 +284,7 @@ CHUNK = 2_000  # pairs a process judges at once
 
 def _in_processes(
     cleaner: Cleaner, rows: Iterator[tuple[int, str, str]], workers: int
-) -> Iterator[tuple[tuple[int, str, str], tuple[str, str] | None]]:
+) -> Iterator[tuple[tuple[int, str, str], Verdict]]:
     """Each row with the verdict of `cleaner`'s filters but duplicates, judged a chunk at a
     time by `workers` processes (each with a copy of the cleaner), in order."""
     import multiprocessing
@@ -298,13 +309,20 @@ def _adopt(cleaner: Cleaner) -> None:
     _ADOPTED[:] = [cleaner]
 
 
-def _judge_chunk(pairs: list[tuple[str, str]]) -> list[tuple[str, str] | None]:
+def _judge_chunk(pairs: list[tuple[str, str]]) -> list[Verdict]:
     return [_ADOPTED[0].judge_alone(src, tgt) for src, tgt in pairs]
 
 
 def _empty(src: str, tgt: str) -> str | None:
     if not src.strip() or not tgt.strip():
         return f"{'source' if not src.strip() else 'target'} is empty"
+    return None
+
+
+def _markup(src: str, tgt: str) -> str | None:
+    for side, text in (("source", src), ("target", tgt)):
+        if has_markup(text):
+            return f"{side} holds an HTML tag, a character reference or a URL"
     return None
 
 
@@ -352,30 +370,6 @@ def _ratio_spread(sample: list[tuple[str, str]]) -> tuple[float, float] | None:
     median = statistics.median(ratios)
     spread = 1.4826 * statistics.median(abs(ratio - median) for ratio in ratios)
     return median, max(spread, 0.01)
-
-
-class SeenHashes:
-    """A set of texts kept as 64-bit hashes (BLAKE2b, the same in every run), 8 bytes each
-    in a sorted array, with the newest in a small set until they are merged in."""
-
-    def __init__(self, merge_every: int = 1 << 16):
-        self.sorted = np.zeros(0, dtype=np.uint64)
-        self.recent: set[int] = set()
-        self.merge_every = merge_every
-
-    def seen_or_add(self, text: str) -> bool:
-        """Whether `text` was added before; adds it."""
-        key = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
-        if key in self.recent:
-            return True
-        at = int(np.searchsorted(self.sorted, np.uint64(key)))
-        if at < self.sorted.size and int(self.sorted[at]) == key:
-            return True
-        self.recent.add(key)
-        if len(self.recent) >= self.merge_every:
-            self.sorted = np.union1d(self.sorted, np.fromiter(self.recent, dtype=np.uint64))
-            self.recent.clear()
-        return False
 
 
 class LanguageRanks:

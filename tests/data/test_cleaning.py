@@ -9,7 +9,8 @@ import pytest
 
 from conftest import nmt, tiny_train_args
 from nmt.config import CleanConfig
-from nmt.data.cleaning import FILTERS, Cleaner, SeenHashes, fold
+from nmt.data.cleaning import FILTERS, Cleaner, fold
+from nmt.data.seen_hashes import SeenHashes
 
 # German-English pairs of ordinary length, as a corpus around the pairs under test: they
 # set the length ratio the ratio filter measures deviations from
@@ -33,7 +34,8 @@ def verdicts(extra, held=(), **settings):
     config = dataclasses.replace(CleanConfig(), **settings)
     cleaner = Cleaner(config, "de", "en", held)
     judged = list(cleaner.clean(corpus(extra)))
-    return {(j.src, j.tgt): (j.removed_by, j.detail) for j in judged[-len(extra) :]}, cleaner
+    found = [(j.removed_by, j.detail) for j in judged[-len(extra) :]]
+    return dict(zip(extra, found, strict=True)), cleaner  # by the pair as given
 
 
 @pytest.mark.parametrize(
@@ -51,10 +53,6 @@ def verdicts(extra, held=(), **settings):
             "copy",
         ),
         (("Tel. 0049-30-1234567 / 89 / 10", "Phone 0049 30 1234567 89 10 - 11"), "letters"),
-        (
-            ("Siehe http://example.com/a/b/c/d/e/f", "See http://example.com/a/b/c/d/e/f/g"),
-            "letters",
-        ),
         (("Ein Hund läuft über die Wiese.", "Un chien court sur la prairie."), "language"),
         (("A dog runs across the green grass.", "A dog runs over the green meadow."), "language"),
     ],
