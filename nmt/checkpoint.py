@@ -20,6 +20,7 @@ from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.model.seq2seq import Seq2Seq, build_model
 from nmt.outputs import TEMPORARY_SUFFIX, write_atomically
+from nmt.reads import record
 
 FORMAT_VERSION = 1
 REQUIRED_KEYS = {"format_version", "config", "tokenizer", "model"}
@@ -71,7 +72,7 @@ def checkpoint_file(path: Path | str) -> Path:
 def load_checkpoint(path: Path | str) -> dict:
     """Reads a checkpoint (a .pt file, or a run directory's best.pt); any file that is not
     one nmt wrote is a UserError, never code run."""
-    path = checkpoint_file(path)
+    path = record(checkpoint_file(path), "a checkpoint it loads")
     if not zipfile.is_zipfile(path):  # torch.save always writes a zip archive
         raise _corrupt(path, "not a PyTorch zip archive")
     try:

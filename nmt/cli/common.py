@@ -14,6 +14,7 @@ import typer
 
 from nmt.errors import UserError
 from nmt.outputs import replacing
+from nmt.reads import recording
 from nmt.terminal import console_log
 
 # Every option names its value the way the README does (FILE, DIR, N, ...): Typer's own
@@ -32,10 +33,11 @@ SetOption = Annotated[
 
 
 def guarded(action: Callable[[], object]) -> None:
-    """Runs a command, its warnings on stderr; a UserError becomes a one-paragraph message
-    and exit code 2."""
+    """Runs a command, its warnings on stderr, recording the files it reads (so that its
+    outputs are checked against them); a UserError becomes a one-paragraph message and exit
+    code 2."""
     try:
-        with console_log(logging.WARNING):
+        with console_log(logging.WARNING), recording():
             action()
     except UserError as error:
         typer.echo(f"error: {error}", err=True)
@@ -55,9 +57,10 @@ def output_stream(output: Path | None) -> Iterator[TextIO]:
             yield handle
 
 
-def checkpoint_inputs(checkpoints: list[Path] | None) -> list[tuple[str, Path]]:
-    """The files --checkpoint options read (a run directory's best.pt), for check_output;
-    one that is missing is left to the loading to name."""
-    return [
-        ("--checkpoint", path / "best.pt" if path.is_dir() else path) for path in checkpoints or []
-    ]
+def checkpoint_inputs(
+    checkpoints: list[Path] | Path | None, option: str = "--checkpoint"
+) -> list[tuple[str, Path]]:
+    """The files --checkpoint (or --then) options read (a run directory's best.pt), for
+    check_output; one that is missing is left to the loading to name."""
+    paths = [checkpoints] if isinstance(checkpoints, Path) else checkpoints or []
+    return [(option, path / "best.pt" if path.is_dir() else path) for path in paths]

@@ -43,6 +43,7 @@ from nmt.cli.options import (
 )
 from nmt.errors import UserError
 from nmt.outputs import check_output
+from nmt.reads import record
 
 SEARCH = ("batch_size", "beam", "alpha", "max_src_len", "max_len_extra", "no_repeat_ngram")
 COMPUTING = ("precision",)  # what the model computes in
@@ -95,9 +96,9 @@ def translate(
         _check_engine_options(
             engine, checkpoint, model, decode, alignments, attention_plots, attention_layer, then
         )
-        if output is not None:
+        if output is not None:  # the inputs options name, before the slow work
             given = [("--input", input), ("--constraints", constraints), ("--prefix", prefix)]
-            inputs = [*given, *checkpoint_inputs(checkpoint)]
+            inputs = [*given, *checkpoint_inputs(checkpoint), *checkpoint_inputs(then, "--then")]
             check_output(output, "--output", inputs, stdin=input is None)
         with contextlib.ExitStack() as files:
             if input:
@@ -121,6 +122,8 @@ def translate(
                 then,
                 decode,
             )
+            if output is not None:  # and every file opened since: a shortlist, a model's files
+                check_output(output, "--output")
             with output_stream(output) as sink:
                 write_translations(
                     translator,
@@ -139,7 +142,7 @@ def translate(
 def _opened(path: Path) -> BinaryIO:
     """A file to read as binary; a UserError if it cannot be."""
     try:
-        return path.open("rb")
+        return record(path, "--input").open("rb")
     except OSError as error:
         raise UserError(f"cannot read {path}: {error.strerror}.") from None
 

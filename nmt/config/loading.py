@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from nmt.config.schema import ConfigError, Experiment, UnusedKeyError, join_key
 from nmt.errors import UserError
+from nmt.reads import record
 
 log = logging.getLogger("nmt")
 
@@ -137,7 +138,7 @@ def load_config(path: str | Path, overrides: typing.Sequence[str] = ()) -> Exper
 
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = record(path, "--config").read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UserError(f"config file {path} does not exist.") from None
     except (OSError, UnicodeDecodeError) as error:

@@ -30,9 +30,9 @@ from nmt.corpus.corpus_files import copy_splits, corpus_name, planned_directions
 from nmt.corpus.distill_manifest import Direction
 from nmt.corpus.dual_scores import DualScoring, score_and_select
 from nmt.data.cleaning import Cleaner, held_out_sentences, unidentifiable
-from nmt.data.splits import locate, read_pairs
+from nmt.data.splits import locate, read_pairs, split_files
 from nmt.errors import UserError
-from nmt.outputs import same_file, staged
+from nmt.outputs import check_output_directory, staged
 from nmt.terminal import ProgressLine
 
 log = logging.getLogger("nmt")
@@ -66,7 +66,7 @@ def clean_corpus(
     workers = workers or available_cores()
     _warn_unjudged(clean, data)
     started = time.monotonic()
-    with staged(out) as staging:
+    with staged(out, "--out") as staging:
         directions = {}
         for pair, direction in zip(data.pairs, planned_directions(data), strict=True):
             directions[direction.name] = _clean_direction(
@@ -87,16 +87,7 @@ def _check_output(data: DataConfig, out: Path, overwrite: bool) -> None:
     itself, which is only read."""
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; nmt clean writes a corpus directory.")
-    for pair in data.pairs:
-        for role in ("train", "valid", "test"):
-            if getattr(data.splits, role) is None:
-                continue
-            for file in locate(data.direction(*pair), role).files:
-                if same_file(out, file.parent) or same_file(out, file):
-                    raise UserError(
-                        f"--out {out} is the corpus being cleaned ({file.parent}); choose "
-                        "another directory, so that the corpus stays as it is."
-                    )
+    check_output_directory(out, "--out", split_files(data))
     if not out.is_dir() or not any(out.iterdir()):
         try:
             out.parent.mkdir(parents=True, exist_ok=True)

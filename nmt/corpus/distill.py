@@ -45,7 +45,9 @@ from nmt.corpus.distill_manifest import (
     read_manifest,
     unwritable,
 )
+from nmt.data.splits import split_files
 from nmt.errors import UserError
+from nmt.outputs import check_output_directory
 from nmt.terminal import ProgressLine
 from nmt.translate.loading import PathLike, checkpoint_paths
 from nmt.translate.pipeline import CHUNK_LINES
@@ -151,11 +153,7 @@ def _started(out: Path, corpus: DataConfig, settings: Settings, overwrite: bool)
             f"--out {out} is a file; nmt distill writes a corpus directory. Choose a new or "
             "empty directory."
         )
-    if str(out.resolve()) == settings.corpus:
-        raise UserError(
-            f"--out {out} is the corpus being distilled; choose another directory, so that "
-            "its train split stays as it is."
-        )
+    check_output_directory(out, "--out", split_files(corpus))
     old = read_manifest(out) if out.is_dir() else None
     if old is None:
         found = sorted(path.name for path in out.iterdir()) if out.is_dir() else []

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from nmt.config import DataConfig
 from nmt.errors import UserError
+from nmt.reads import record
 
 log = logging.getLogger(__name__)
 
@@ -98,15 +99,20 @@ def _read(location: Location, config: DataConfig, role: str = "train") -> Parall
 
 
 def locate(config: DataConfig, role: str = "train") -> Location:
-    """Finds the split that plays `role`; every way of reading a split starts here."""
+    """Finds the split that plays `role`; every way of reading a split starts here, so its
+    files are recorded as the command's inputs here (nmt/reads.py)."""
     split = getattr(config.splits, role)
-    if config.path:
-        return _locate_local(Path(config.path), split, config)
-    if config.demo:
-        from nmt.data.demo import DEMO_VERSION, write_demo_corpus
+    if config.path or config.demo:
+        if config.path:
+            location = _locate_local(Path(config.path), split, config)
+        else:
+            from nmt.data.demo import DEMO_VERSION, write_demo_corpus
 
-        directory = write_demo_corpus(cache_dir(config) / "demo" / f"v{DEMO_VERSION}")
-        return _locate_local(directory, split, config)
+            directory = write_demo_corpus(cache_dir(config) / "demo" / f"v{DEMO_VERSION}")
+            location = _locate_local(directory, split, config)
+        for file in location.files:
+            record(file, f"the corpus's {role} split")
+        return location
     if config.hub_id:
         return Location("hub", split=getattr(config.hub_splits or config.splits, role))
     raise UserError(
@@ -155,10 +161,22 @@ def _require_content(*files: Path) -> None:
         )
 
 
-def read_lines(path: Path) -> list[str]:
+def split_files(data: DataConfig) -> list[tuple[str, Path]]:
+    """Every local file of the corpus's splits (each direction's train, valid and test),
+    with what it is: what a command writing a directory must not replace."""
+    return [
+        (f"the corpus's {role} split", file)
+        for pair in data.pairs
+        for role in ("train", "valid", "test")
+        if getattr(data.splits, role) is not None
+        for file in locate(data.direction(*pair), role).files
+    ]
+
+
+def read_lines(path: Path, named_by: str = "a text file") -> list[str]:
     """UTF-8 lines without line ends; a BOM and CRLF endings are accepted silently."""
     try:
-        data = path.read_bytes()
+        data = record(path, named_by).read_bytes()
     except OSError as error:
         raise UserError(f"cannot read {path}: {error.strerror}.") from None
     if data.startswith(b"\xef\xbb\xbf"):
@@ -178,7 +196,7 @@ def read_lines(path: Path) -> list[str]:
 
 
 def _read_text_pair(src_file: Path, tgt_file: Path) -> ParallelText:
-    src, tgt = read_lines(src_file), read_lines(tgt_file)
+    src, tgt = read_lines(src_file, "a corpus file"), read_lines(tgt_file, "a corpus file")
     if len(src) != len(tgt):
         raise UserError(
             f"parallel files differ in length: {src_file} has {len(src)} lines but {tgt_file} "
@@ -325,6 +343,7 @@ def _row_pair(row: dict, config: DataConfig, origin: str) -> tuple[str, str]:
         f"{origin}: rows have no '{src}' and '{tgt}' columns, nor a translation column with "
         f"them (found: {', '.join(row)}). Set data.src_lang / data.tgt_lang."
     )
+    src_file, tgt_file = record(src_file, "a corpus file"), record(tgt_file, "a corpus file")
 
 
 def _text_pairs(src_file: Path, tgt_file: Path) -> Iterator[tuple[str, str]]:

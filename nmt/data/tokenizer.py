@@ -34,6 +34,7 @@ import sentencepiece as spm
 from nmt.config import TokenizerConfig
 from nmt.cores import available_cores
 from nmt.errors import UserError
+from nmt.reads import record, record_directory
 
 log = logging.getLogger(__name__)
 
@@ -301,6 +302,7 @@ class Tokenizer:
     @classmethod
     def load(cls, directory: Path) -> Tokenizer:
         """The tokenizer `save` wrote into `directory`; an OSError if its files are missing."""
+        record_directory(directory, "a tokenizer's directory")
         tags_file = directory / TAGS_FILE
         tags = json.loads(tags_file.read_text("utf-8")) if tags_file.is_file() else []
         joint = directory / "spm.model"
@@ -333,7 +335,7 @@ def build_tokenizer(
     if config.model:
         path = Path(config.model)
         try:
-            vocab = Vocab(path.read_bytes(), tags)
+            vocab = Vocab(record(path, "tokenizer.model").read_bytes(), tags)
         except OSError as error:
             raise UserError(f"tokenizer.model: cannot read {path}: {error.strerror}.") from None
         except RuntimeError:

@@ -115,7 +115,7 @@ def export_ctranslate2(checkpoint: Path, output: Path, shortlist: int = 0) -> Pa
         config, decode=dataclasses.replace(config.decode, shortlist=shortlist)
     )
     spec = transformer_spec(model, config, tokenizer)
-    with staged(output) as staging:
+    with staged(output, "--output") as staging:
         spec.validate()
         spec.optimize(quantization=None)
         spec.save(str(staging))

@@ -46,6 +46,7 @@ from nmt.errors import UserError
 from nmt.export.converter import CONFIG_FILE, VMAP_FILE, import_ctranslate2
 from nmt.model.device import resolve_precision
 from nmt.search import Hypothesis, max_lengths
+from nmt.reads import record_directory
 from nmt.search.constraints import Constraints
 from nmt.translate import pivot as pivoting
 from nmt.translate.loading import decode_settings, tokenizer_towards
@@ -248,7 +249,7 @@ def load_ctranslate2_translator(
     translated side by side (CTranslate2's inter-op threads), each on one thread (default:
     one per core)."""
     ct2 = import_ctranslate2("nmt translate --engine ctranslate2")
-    model_dir = Path(model_dir)
+    model_dir = record_directory(model_dir, "--model")
     if not (model_dir / "model.bin").is_file() or not (model_dir / CONFIG_FILE).is_file():
         raise UserError(
             f"--model {model_dir} is not a directory written by `nmt export --format "

@@ -56,7 +56,7 @@ def export_transformers(checkpoint: Path, output: Path) -> Path:
             f"checkpoint {checkpoint} cannot be exported to transformers: {refusal}. {instead}."
         )
     their_model = transformers_model(model, config, tokenizer)
-    with staged(output) as staging:
+    with staged(output, "--output") as staging:
         their_model.save_pretrained(staging)
         transformers_tokenizer(tokenizer, config).save_pretrained(staging)
         _name_fast_tokenizer_portably(staging / "tokenizer_config.json")

@@ -27,6 +27,8 @@ from nmt.errors import UserError
 from nmt.export.bart_layout import from_theirs
 from nmt.extras import require_extra
 from nmt.model.seq2seq import build_model
+from nmt.outputs import check_output
+from nmt.reads import record_directory
 
 NEEDED_BY = "nmt import"
 ACTIVATIONS = {"swish": "swish", "silu": "swish", "relu": "relu", "gelu": "gelu"}
@@ -60,6 +62,8 @@ def import_marian(
     model.load_state_dict(from_theirs(their_model.state_dict(), names, their_config.d_model))
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
+    for written in (output, output.with_suffix(".yaml")):
+        check_output(written, "--output")
     save_checkpoint(output, checkpoint_payload(model, config, tokenizer, step=0, metrics={}))
     output.with_suffix(".yaml").write_text(fine_tuning_yaml(config, output), "utf-8")
     return output
@@ -98,11 +102,11 @@ def model_directory(source: str) -> Path:
                 "MarianTokenizer.save_pretrained write it) has config.json, the weights, "
                 "source.spm, target.spm and vocab.json."
             )
-        return path
+        return record_directory(path, "--from")
     from huggingface_hub import snapshot_download
 
     try:
-        return Path(snapshot_download(repo_id=source))
+        return record_directory(snapshot_download(repo_id=source), "--from")
     except Exception as error:  # the hub's errors: offline, no such repo, no access
         raise UserError(
             f"{NEEDED_BY} --from {source}: not a directory, and the hub did not give a model of "

@@ -12,6 +12,7 @@ from pathlib import Path
 from nmt.checkpoint import load_checkpoint, restore_model, save_checkpoint, translation_weights
 from nmt.config import checkpoint_config, config_differences, config_to_dict
 from nmt.errors import UserError
+from nmt.outputs import check_output
 from nmt.train.resume import RESUMABLE_KEYS
 from nmt.train.rundir import step_checkpoints
 
@@ -50,6 +51,7 @@ def average_checkpoints(paths: list[Path], output: Path) -> dict:
         "metrics": {"averaged": [str(path) for path in paths]},
     }
     restore_model(result, output)  # the weights must rebuild the model before they are written
+    check_output(Path(output), "--output")  # against every checkpoint averaged
     save_checkpoint(output, result)
     return result
 

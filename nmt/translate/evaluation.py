@@ -11,7 +11,7 @@ from typing import Any
 from nmt.config import Experiment, apply_override, config_from_dict, config_to_dict, parse_override
 from nmt.data.splits import ROLES, ParallelText, load_split, read_lines
 from nmt.errors import UserError
-from nmt.outputs import check_output, write_atomically
+from nmt.outputs import check_output, write_output
 from nmt.scoring import Scores, SystemRow, compare, format_table, mean_scores, score
 from nmt.search import Hypothesis
 from nmt.terminal import ProgressLine
@@ -144,7 +144,7 @@ def score_files(hyps: Sequence[Path], ref: Path) -> Scores | Comparison:
     """Scores translations made elsewhere against their references, line by line: one file
     gives its Scores; several a Comparison, with p-values against the first."""
     systems = [(str(hyp), _aligned("--hyp", hyp, ref)[0]) for hyp in hyps]
-    references = read_lines(ref)
+    references = read_lines(ref, "--ref")
     if len(systems) == 1:
         return score(systems[0][1], references)
     return Comparison(*compare(systems, references))
@@ -152,17 +152,11 @@ def score_files(hyps: Sequence[Path], ref: Path) -> Scores | Comparison:
 
 def _keep(hypotheses: list[str], output: Path) -> None:
     """Writes the translations whole or not at all: a torn file would still score, wrongly."""
-    try:
-        write_atomically(output, "".join(line + "\n" for line in hypotheses).encode("utf-8"))
-    except OSError as error:
-        raise UserError(
-            f"cannot write --output {output}: {error.strerror or error}. Free disk space or "
-            "fix the directory's permissions, then run the command again."
-        ) from None
+    write_output(output, "".join(line + "\n" for line in hypotheses).encode("utf-8"))
 
 
 def _aligned(option: str, path: Path, ref: Path) -> tuple[list[str], list[str]]:
-    lines, references = read_lines(path), read_lines(ref)
+    lines, references = read_lines(path, "--hyp"), read_lines(ref, "--ref")
     if len(lines) != len(references):
         raise UserError(
             f"{option} {path} has {len(lines)} lines but --ref {ref} has {len(references)}; "

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
 from nmt.errors import UserError
+from nmt.reads import record
 from nmt.terminal import ProgressLine
 from nmt.translate.constraints import ConstraintError
 from nmt.translate.pipeline import CHUNK_LINES
@@ -65,7 +66,7 @@ class FileLines:
 
     def __init__(self, option: str, path: Path, parse: Callable[[str, int], Any]):
         try:
-            self.stream = path.open("rb")
+            self.stream = record(path, option).open("rb")
         except OSError as error:
             raise UserError(f"{option} {path}: cannot read it ({error.strerror}).") from None
         self.option, self.path, self.parse, self.count = option, path, parse, 0

@@ -26,6 +26,7 @@ import torch
 from nmt.checkpoint import checkpoint_file, save_checkpoint
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
+from nmt.reads import record
 from nmt.search.constraints import Constraints
 
 SUFFIX = ".shortlist.pt"
@@ -92,6 +93,7 @@ def load_shortlist(checkpoint: Path | str, source_size: int, target_size: int) -
             f"--shortlist needs {path}, which does not exist; build it with "
             f"`nmt shortlist --checkpoint {checkpoint}` (it learns from the training data)."
         )
+    record(path, f"the shortlist of {checkpoint}")
     stored = torch.load(path, map_location="cpu", weights_only=True)
     shortlist = Shortlist(stored["candidates"], stored["frequent"], stored["target_size"])
     if (shortlist.candidates.size(0), shortlist.target_size) != (source_size, target_size):

@@ -113,7 +113,7 @@ def test_the_corpus_read_is_never_written(noisy, tmp_path):
     before = {path.name: path.read_bytes() for path in noisy.iterdir()}
     for out in (noisy, noisy / "."):
         ran = nmt("clean", "--data", noisy, *LANGUAGES, "--out", out)
-        assert ran.returncode == 2 and "is the corpus being cleaned" in ran.stderr
+        assert ran.returncode == 2 and "holds the corpus's train split" in ran.stderr
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("mine")

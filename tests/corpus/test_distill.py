@@ -231,8 +231,8 @@ def test_bad_arguments_are_one_paragraph_errors_naming_the_option(teacher, corpu
         "a file; nmt distill writes a corpus directory",
         ("--checkpoint", teacher, "--out", unrelated): f"--out {unrelated} holds files "
         "(test.de, test.en, train.de, train.en, valid.de, valid.en) but no manifest.json",
-        ("--checkpoint", teacher, "--out", corpus_dir): f"--out {corpus_dir} is the corpus "
-        "being distilled",
+        ("--checkpoint", teacher, "--out", corpus_dir): f"--out {corpus_dir} holds the "
+        "corpus's train split",
         ("--checkpoint", teacher, "--out", tmp_path / "new", "--data", tmp_path / "none"): (
             f"--data {tmp_path / 'none'} does not exist"
         ),
