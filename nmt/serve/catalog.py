@@ -22,8 +22,8 @@ from nmt.config import DecodeConfig
 from nmt.errors import UserError
 from nmt.serve.api import MAX_BEAM, excerpt
 from nmt.translate.constraints import TextConstraints
-from nmt.translate.pivot import connecting
 from nmt.translate.results import AttentionMap, Translation
+from nmt.translate.routing import connecting
 from nmt.translate.translator import Translator
 
 MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -31,9 +31,12 @@ MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 @dataclass(frozen=True)
 class Item:
-    """One sentence of a request, with what its answer should carry besides the text."""
+    """One sentence of a request, with what its answer should carry besides the text;
+    `line`: its place in its request, which numbers it in errors and seeds its samples
+    whatever batch it shares."""
 
     src: str
+    line: int = 0
     alignments: bool = False
     attention: bool = False
     constraints: TextConstraints | None = None
@@ -61,14 +64,6 @@ class ServedModel:
         return dataclasses.replace(
             decode, beam=beam, nbest=nbest, through=through or decode.through
         )
-
-    def pivot_error(self, through: str | None) -> str | None:
-        """Why a request cannot pivot through `through` (None: not given), or None."""
-        languages = self.translator.target_languages
-        if through is None or through in languages:
-            return None
-        written = ", ".join(languages)
-        return f"through {excerpt(through)!r}: this model writes {written}; pivot through one"
 
     def language_error(self, tgt_lang: str | None) -> str | None:
         """Why a request cannot ask this model for `tgt_lang` (None: not given), or None."""
@@ -222,6 +217,7 @@ def translate_items(
         constraints=[item.constraints for item in items],
         prefix=[item.prefix for item in items],
         tgt_lang=tgt_lang,
+        first=[item.line for item in items],
     )
     return [
         answers(item, translation, decode.nbest)

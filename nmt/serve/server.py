@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import fastapi_offline
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
@@ -45,14 +45,13 @@ from nmt.serve.api import (
     TranslateRequest,
     TranslationOut,
     error_details,
-    excerpt,
 )
-from nmt.serve.catalog import Item, ServedModel, chained, load_models, translate_items
+from nmt.serve.catalog import ServedModel, chained, load_models, translate_items
 from nmt.serve.guards import ApiKeyGuard, BodyGuard, declare_bearer
 from nmt.serve.microbatch import MicroBatcher
-from nmt.translate.constraints import ConstraintError, check_constraints, parse_constraints
+from nmt.serve.planning import plan, refused
+from nmt.translate.constraints import ConstraintError
 from nmt.translate.parallel import one_torch_thread
-from nmt.translate.pivot import check_chain
 
 STATIC = Path(__file__).parent / "static"
 SWAGGER_UI = Path(fastapi_offline.__file__).parent / "static"  # Swagger UI's own files
@@ -170,10 +169,15 @@ def _serve_api(
             return _AsciiJSONResponse({"detail": detail}, 422)
         if not items:
             return JSONResponse([])
-        groups, nbest = _plan(models, items)
-        results = await asyncio.gather(
-            *(batcher.submit(key, [item for _, item in group]) for key, group in groups.items())
-        )
+        groups, nbest = plan(models, items)
+        try:
+            results = await asyncio.gather(
+                *(batcher.submit(key, [item for _, item in group]) for key, group in groups.items())
+            )
+        except ConstraintError as error:  # one only a pivot shows: a prefix too long for it
+            raise refused(items[error.index], error) from None
+        except UserError as error:
+            return _AsciiJSONResponse({"detail": str(error)}, 422)
         answers: list[list[dict]] = [[] for _ in items]
         for group, found in zip(groups.values(), results, strict=True):
             for (index, _), answer in zip(group, found, strict=True):
@@ -222,100 +226,12 @@ def _serve_page(app: FastAPI) -> None:
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
 
-def _plan(
-    models: dict[str, ServedModel], items: list[TranslateRequest]
-) -> tuple[dict[tuple, list[tuple[int, Item]]], int]:
-    """Groups the inputs by (model id, decode settings, target and source language), each
-    group one batcher job.
-
-    All inputs of a request must give the same n_best: the answer is laid out by rank.
-    """
-    groups: dict[tuple, list[tuple[int, Item]]] = {}
-    nbest = None
-    for index, request in enumerate(items):
-        model = models.get(str(request.id))
-        if model is None:
-            known = ", ".join(repr(name) for name in models)
-            raise HTTPException(
-                404,
-                f"unknown model id {excerpt(request.id)!r}: set id to one this server has, "
-                f"{known} (GET /translator/models)",
-            )
-        try:
-            decode = model.settings(request.beam, request.n_best, request.through)
-        except ValueError as error:
-            raise _invalid(index, "n_best", str(error), request.n_best) from None
-        if problem := model.pivot_error(request.through):
-            raise _invalid(index, "through", problem, request.through)
-        writer = _chain_end(models, model, request, decode.through, index)
-        if nbest is not None and decode.nbest != nbest:
-            detail = (
-                f"all inputs of a request need the same n_best; earlier ones have {nbest}: "
-                f"give this one n_best {nbest} too, or send it in another request"
-            )
-            raise _invalid(index, "n_best", detail, request.n_best)
-        nbest = decode.nbest
-        if problem := writer.language_error(request.tgt_lang):
-            raise _invalid(index, "tgt_lang", problem, request.tgt_lang)
-        wanted = request.constraints.model_dump() if request.constraints is not None else None
-        try:
-            check_constraints(
-                writer.translator.towards(request.tgt_lang),
-                request.src,
-                wanted,
-                request.prefix,
-                decode,
-            )
-        except ConstraintError as error:
-            given = getattr(request, error.field.split(".")[0])
-            raise _invalid(index, error.field, error.detail, jsonable_encoder(given)) from None
-        item = Item(
-            request.src,
-            request.alignments,
-            request.attention,
-            parse_constraints(wanted),
-            request.prefix,
-        )
-        key = (model.id, decode, request.tgt_lang, request.src_lang, request.then)
-        groups.setdefault(key, []).append((index, item))
-    return groups, nbest or 1
-
-
-def _chain_end(
-    models: dict[str, ServedModel],
-    model: ServedModel,
-    request: TranslateRequest,
-    through: str | None,
-    index: int,
-) -> ServedModel:
-    """The model that writes the request's translation: the one it names in `then`, if
-    their languages meet (in `through`, where given), or its own."""
-    if request.then is None:
-        return model
-    second = models.get(request.then)
-    if second is None:
-        known = ", ".join(repr(name) for name in models)
-        problem = f"unknown model id: set then to one this server has, {known}"
-        raise _invalid(index, "then", problem, excerpt(request.then))
-    try:
-        check_chain(model.translator, second.translator, through)
-    except UserError as error:
-        raise _invalid(index, "then", str(error), request.then) from None
-    return second
-
-
 class _AsciiJSONResponse(JSONResponse):
     """A 422 echoes (an excerpt of) the input, which may hold lone surrogates (from JSON's
     \\ud800 escapes) that UTF-8 cannot encode: escaping everything keeps it well-formed."""
 
     def render(self, content: object) -> bytes:
         return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-
-
-def _invalid(index: int, field: str, message: str, value: object) -> RequestValidationError:
-    """A 422 in the same form as pydantic's own, naming body[index].field."""
-    error = {"type": "value_error", "loc": ("body", index, *field.split(".")), "msg": message}
-    return RequestValidationError([{**error, "input": value}])
 
 
 def serve(

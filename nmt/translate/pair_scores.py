@@ -41,13 +41,7 @@ def score_pairs(
     """Each target's PairScore given its source (cut at decode.max_src_len subwords, as for
     translation); a blank source gets none (total None). Batches of `batch_size` pairs in
     order of source length, `workers` of them side by side."""
-    if isinstance(targets, (str, bytes)) or not isinstance(targets, Sequence):
-        raise UserError("score needs a list of targets, one per source.")
-    if len(sources) != len(targets):
-        raise UserError(
-            f"score needs one target per source, got {len(sources)} sources and "
-            f"{len(targets)} targets."
-        )
+    check_targets(sources, targets)
     tgt, device = tokenizer.tgt, next(model.parameters()).device
     src_ids = truncated(
         tokenizer.src.encode([line.strip() for line in sources]), decode.max_src_len
@@ -90,6 +84,17 @@ def score_pairs(
                 sum(log_probs), pair.tokens, log_probs, gates, pair.ended, pair.unknown
             )
     return results
+
+
+def check_targets(sources: Sequence[str], targets: Sequence[Target]) -> None:
+    """A UserError unless `targets` is a list of one target per source."""
+    if isinstance(targets, (str, bytes)) or not isinstance(targets, Sequence):
+        raise UserError("score needs a list of targets, one per source.")
+    if len(sources) != len(targets):
+        raise UserError(
+            f"score needs one target per source, got {len(sources)} sources and "
+            f"{len(targets)} targets."
+        )
 
 
 def copying(model: torch.nn.Module) -> int | None:

@@ -6,8 +6,9 @@ lines blank, input order kept.
 Lines are read and answered a chunk at a time, so memory is bounded by the chunk, not the
 input; attention is kept only where alignments or attention maps are asked for. Lines are
 numbered from the start of their input (`first`: how many came before, for an input read in
-several calls), for messages and for sampling, which seeds each line by its number: a line
-draws the same samples whatever chunk, batch or worker it falls in.
+several calls; or each line's own number, for the lines a pivot's second leg translates or
+a server's batch of several requests), for messages and for sampling, which seeds each line
+by its number: a line draws the same samples whatever chunk, batch or worker it falls in.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ CHUNK_LINES = 5_000
 Search = Callable[
     [list[list[int]], DecodeConfig, list[int], list[Constraints | None]], list[list[Hypothesis]]
 ]
+# the number of the first line in its input (the others follow it), or each line's own
+Numbering = int | Iterable[int]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,26 +65,24 @@ def translate_stream(
     prefixes: Iterable[str | None] | None = None,
     chunk_lines: int | None = CHUNK_LINES,
     done: Callable[[int], None] | None = None,
-    first: int = 0,
+    first: Numbering = 0,
 ) -> Iterator[Translation]:
     """Each line's Translation, in order, a chunk of `chunk_lines` lines at a time (None: all
     lines in one). `constraints` and `prefixes`: one per line (None: none), read in step
     with the lines; when they end first, a UserError names them (by their `name`, if they
     have one). `done` hears the number of sentences of each batch searched (and of each
-    chunk's blank lines), so that it counts every line. `first`: the number of lines of the
-    same input before these (see the module's docstring)."""
+    chunk's blank lines), so that it counts every line. `first`: the lines' numbering (see
+    the module's docstring)."""
     batch_size = batch_size or decode.batch_size
     items = _in_step(lines, constraints, prefixes, first)
     while chunk := list(itertools.islice(items, chunk_lines)):
         yield from _translate_chunk(
-            chunk, first, tokenizer, decode, search, wanted, batch_size, workers, done
+            chunk, tokenizer, decode, search, wanted, batch_size, workers, done
         )
-        first += len(chunk)
 
 
 def _translate_chunk(
-    chunk: list[tuple[str, Any, str | None]],
-    first: int,
+    chunk: list[tuple[int, str, Any, str | None]],
     tokenizer: Tokenizer,
     decode: DecodeConfig,
     search: Search,
@@ -90,12 +91,13 @@ def _translate_chunk(
     workers: int,
     done: Callable[[int], None] | None,
 ) -> list[Translation]:
-    """The chunk's translations in order; `first`: the number of its first line in the
-    input, counted from 0."""
-    lines = [line for line, _, _ in chunk]
+    """The chunk's translations in order; each item: (the line's number in its input,
+    counted from 0, the line, its constraints, its prefix)."""
+    numbers = [number for number, _, _, _ in chunk]
+    lines = [line for _, line, _, _ in chunk]
     encoded = tokenizer.src.encode([line.strip() for line in lines])
-    src_ids = truncated(encoded, decode.max_src_len, first)
-    guides = _encoded_guides(tokenizer, decode, src_ids, chunk, first)
+    src_ids = truncated(encoded, decode.max_src_len, numbers)
+    guides = _encoded_guides(tokenizer, decode, src_ids, chunk)
     results = [
         Translation(line, ids, [], len(ids) < len(full))
         for line, ids, full in zip(lines, src_ids, encoded, strict=True)
@@ -104,8 +106,8 @@ def _translate_chunk(
     batches = [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
     def searched(batch: list[int]) -> list[list[Hypothesis]]:
-        sources, numbers = [src_ids[i] for i in batch], [first + i for i in batch]
-        found = search(sources, decode, numbers, [guides[i] for i in batch])
+        sources = [src_ids[i] for i in batch]
+        found = search(sources, decode, [numbers[i] for i in batch], [guides[i] for i in batch])
         if done is not None:
             done(len(batch))
         return found
@@ -163,63 +165,63 @@ def _in_step(
     lines: Iterable[str],
     constraints: Iterable[Any] | None,
     prefixes: Iterable[str | None] | None,
-    first: int = 0,
-) -> Iterator[tuple[str, Any, str | None]]:
-    """(line, its constraints, its prefix) for each line; a UserError when the constraints
-    or the prefixes end before the lines (`first`: the number of the first line in its
-    input, counted from 0). Values after the last line are left unread."""
+    first: Numbering = 0,
+) -> Iterator[tuple[int, str, Any, str | None]]:
+    """(the line's number, line, its constraints, its prefix) for each line (`first`: the
+    lines' numbering, from 0); a UserError when the constraints or the prefixes end before
+    the lines. Values after the last line are left unread."""
+    numbered = enumerate(lines, first) if isinstance(first, int) else zip(first, lines, strict=True)
     if constraints is None and prefixes is None:
-        yield from ((line, None, None) for line in lines)
+        yield from ((number, line, None, None) for number, line in numbered)
         return
     streams = [
         (itertools.repeat(None) if values is None else iter(values), values, name)
         for values, name in ((constraints, "constraints"), (prefixes, "prefix"))
     ]
     missing = object()
-    for count, line in enumerate(lines):
+    for number, line in numbered:
         found = []
         for stream, values, name in streams:
             value = next(stream, missing)
             if value is missing:
                 raise UserError(
                     f"{getattr(values, 'name', name)}: it ends before the lines to translate "
-                    f"do (at line {first + count + 1}); give one per line (a blank one, or "
+                    f"do (at line {number + 1}); give one per line (a blank one, or "
                     "None, for none)."
                 )
             found.append(value)
-        yield line, found[0], found[1]
+        yield number, line, found[0], found[1]
 
 
 def _encoded_guides(
     tokenizer: Tokenizer,
     decode: DecodeConfig,
     src_ids: list[list[int]],
-    chunk: list[tuple[str, Any, str | None]],
-    first: int,
+    chunk: list[tuple[int, str, Any, str | None]],
 ) -> list[Constraints | None]:
     """Each line's constraints and prefix as target ids, or a ConstraintError naming the
-    sentence (`first`: the number of the chunk's first line in its input)."""
-    if all(wanted is None and prefix is None for _, wanted, prefix in chunk):
+    line by its number."""
+    if all(wanted is None and prefix is None for _, _, wanted, prefix in chunk):
         return [None] * len(src_ids)
     lengths = torch.tensor([len(ids) for ids in src_ids])
     limits = max_lengths(lengths, decode.max_len_ratio, decode.max_len_extra).tolist()
     guides = []
-    for index, (ids, (_, wanted, prefix), limit) in enumerate(
-        zip(src_ids, chunk, limits, strict=True)
-    ):
+    for ids, (number, _, wanted, prefix), limit in zip(src_ids, chunk, limits, strict=True):
         try:
             guide = encode_constraints(
                 tokenizer.tgt, parse_constraints(wanted), prefix, limit, decode.max_constraints
             )
         except ConstraintError as error:
-            raise error.at(first + index) from None
+            raise error.at(number) from None
         guides.append(guide if ids else None)
     return guides
 
 
-def truncated(src_ids: list[list[int]], limit: int, first: int = 0) -> list[list[int]]:
+def truncated(
+    src_ids: list[list[int]], limit: int, numbers: Sequence[int] | None = None
+) -> list[list[int]]:
     """Cuts sources at decode.max_src_len subwords, so one huge line cannot exhaust memory
-    (`first`: the number of the first line in its input, for the warning)."""
+    (`numbers`: each source's line number in its input, for the warning; None: 0, 1, ...)."""
     long = [index for index, ids in enumerate(src_ids) if len(ids) > limit]
     if not long:
         return src_ids
@@ -229,7 +231,7 @@ def truncated(src_ids: list[list[int]], limit: int, first: int = 0) -> list[list
         "--max-src-len N.",
         len(long),
         limit,
-        first + long[0] + 1,
+        (long[0] if numbers is None else numbers[long[0]]) + 1,
         len(src_ids[long[0]]),
     )
     return [ids[:limit] for ids in src_ids]

@@ -25,37 +25,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 import itertools
-import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from nmt.errors import UserError
 from nmt.search import length_penalty
 from nmt.translate.results import Candidate, PairScore, Translation
-
-log = logging.getLogger(__name__)
-
-
-def connecting(pairs: Sequence[tuple[str, str]], source: str, target: str) -> str | None:
-    """A language L such that source->L and L->target are trained (the first in the pairs'
-    order), or None."""
-    trained = set(pairs)
-    for _, pivot in pairs:
-        if pivot not in (source, target) and {(source, pivot), (pivot, target)} <= trained:
-            return pivot
-    return None
-
-
-def pivot_of(
-    pairs: Sequence[tuple[str, str]], source: str | None, target: str, decode: Any
-) -> str | None:
-    """The pivot a line of `source` goes through into `target` under `decode` (through,
-    zero_shot); None: directly."""
-    if decode.through is not None:
-        return decode.through
-    if source in (None, target) or (source, target) in set(pairs) or decode.zero_shot == "direct":
-        return None  # a line already in the target language is no direction to pivot
-    return connecting(pairs, source, target)
+from nmt.translate.routing import by_route, check_route, line_routes, routes_any, target_of
 
 
 def composed_alignment(first: str, second: str) -> str:
@@ -79,16 +54,20 @@ def through_pivot(
     pivot: str,
     target: str,
     options: dict,
-    constraints: list | None = None,
-    prefix: list | None = None,
+    constraints: list | None,
+    prefix: list | None,
+    numbers: list[int],
 ) -> list[Translation]:
     """The lines translated into `pivot` by `first` and on into `target` by `second` (see
-    the module's docstring); `options`: translate's (beam, nbest, alignments, attention...)."""
+    the module's docstring); `options`: translate's (beam, nbest, alignments, attention...);
+    `numbers`: each line's number in its input, which both legs number it by (a candidate
+    by its line), for messages and sampling seeds."""
     decode = first.decode
     k = decode.pivot_candidates
     nbest = options.get("nbest") or decode.nbest
     beam = options.get("beam") or decode.beam
-    legs = first.translate(lines, **{**options, "nbest": k, "beam": max(beam, k)}, tgt_lang=pivot)
+    leg = {**options, "nbest": k, "beam": max(beam, k)}
+    legs = first.translate(lines, **leg, tgt_lang=pivot, first=numbers)
     texts, owners = [], []
     for number, translation in enumerate(legs):
         for candidate in translation.nbest:
@@ -101,6 +80,7 @@ def through_pivot(
         tgt_lang=target,
         constraints=_each(constraints, owners),
         prefix=_each(prefix, owners),
+        first=_each(numbers, owners),
     )
     ranked: list[list[Candidate]] = [[] for _ in lines]
     for (number, via), found in zip(owners, finals, strict=True):
@@ -112,7 +92,7 @@ def through_pivot(
 
 
 def _each(values: list | None, owners: list[tuple[int, Candidate]]) -> list | None:
-    """A line's constraints (or prefix) for each of its pivot candidates."""
+    """A line's constraints (or prefix, or number) for each of its pivot candidates."""
     return None if values is None else [values[number] for number, _ in owners]
 
 
@@ -156,58 +136,6 @@ def scored_through_pivot(
     return [found or PairScore(None, [], []) for found in best]
 
 
-def check_through(translator: Any, through: str | None) -> None:
-    """A UserError where one model is asked to pivot through a language it does not write."""
-    languages = translator.target_languages
-    if through is not None and translator.then is None and through not in languages:
-        raise UserError(
-            f"--through {through}: this model writes {', '.join(languages)}, so it cannot "
-            "translate into that pivot; pivot through one of those, or chain a model that "
-            "writes it (--then)."
-        )
-
-
-def check_chain(first: Any, second: Any, through: str | None) -> str:
-    """The language two chained models meet in; a UserError where they do not."""
-    writes = set(first.target_languages)
-    reads = {source for source, _ in second.config.data.pairs}
-    met = sorted(writes & reads) if through is None else [through]
-    if through is not None and (through not in writes or through not in reads):
-        met = []
-    if len(met) != 1:
-        raise UserError(
-            f"a chain of two models: the first writes {', '.join(sorted(writes))} and the "
-            f"second reads {', '.join(sorted(reads))}; they must meet in one language"
-            + (f" (--through {through})" if through else "")
-            + ". Chain a model into the language the other translates from."
-        )
-    return met[0]
-
-
-def notice(source: str, pivot: str, target: str, lines: int) -> None:
-    log.warning(
-        "notice: %s-%s was not trained: %d line(s) go through %s (%s-%s-%s); "
-        "--zero-shot direct (decode.zero_shot) translates them directly.",
-        source,
-        target,
-        lines,
-        pivot,
-        source,
-        pivot,
-        target,
-    )
-
-
-def routes_any(translator: Any, decode: Any, target: str) -> bool:
-    """Whether some line could go through a pivot (else the plain path serves all)."""
-    if translator.then is not None or decode.through is not None:
-        return True
-    if decode.zero_shot == "direct":
-        return False
-    pairs = set(translator.config.data.pairs)
-    return any((source, target) not in pairs for source, _ in pairs)
-
-
 def routed(
     translator: Any,
     lines: list[str],
@@ -216,43 +144,36 @@ def routed(
     options: dict,
     constraints: list | None,
     prefix: list | None,
-    first_line: int = 0,
+    numbers: list[int],
 ) -> list[Translation]:
-    """The lines translated into `target`, each directly or through its pivot: the chain's,
-    decode.through, or for a direction never trained the language that connects it
-    (`first_line`: the number of the first in its input, so that where all go directly
-    they draw samples as the plain path would)."""
-    decode, first = translator.decode, direct(translator)
-    if translator.then is not None:
-        pivot = check_chain(translator, translator.then, decode.through)
-        second = direct(translator.then)
-        return through_pivot(first, second, lines, pivot, target, options, constraints, prefix)
-    pairs = translator.config.data.pairs
-    if src_lang:
-        languages = [src_lang if line.strip() else None for line in lines]
-    else:
-        languages = source_languages(lines, pairs)
-    routes = [pivot_of(pairs, language, target, decode) for language in languages]
+    """The lines translated into `target`, each directly or through its pivot (routing.py);
+    `numbers`: each line's number in its input (where all go directly, they draw samples
+    as the plain path would)."""
+    routes = line_routes(translator, translator.decode, lines, target, src_lang)
+    first, second = direct(translator), direct(translator.then or translator)
     if not any(routes):
-        kept = dict(constraints=constraints, prefix=prefix, chunk=None, first=first_line)
+        kept = dict(constraints=constraints, prefix=prefix, chunk=None, first=numbers)
         return list(first.stream(lines, tgt_lang=target, **kept, **options))
-    found: list[Translation | None] = [None] * len(lines)
-    for pivot in dict.fromkeys(routes):
-        rows = [i for i, route in enumerate(routes) if route == pivot]
-        picked = [lines[i] for i in rows]
+
+    def translated(pivot: str | None, rows: list[int]) -> list[Translation]:
+        picked, taken = [lines[i] for i in rows], [numbers[i] for i in rows]
         guides = None if constraints is None else [constraints[i] for i in rows]
         starts = None if prefix is None else [prefix[i] for i in rows]
         if pivot is None:
-            done = first.translate(
-                picked, tgt_lang=target, constraints=guides, prefix=starts, **options
-            )
-        else:
-            if decode.through is None:
-                for source in sorted({languages[i] for i in rows}):
-                    notice(source, pivot, target, sum(languages[i] == source for i in rows))
-            done = through_pivot(first, first, picked, pivot, target, options, guides, starts)
-        for i, translation in zip(rows, done, strict=True):
-            found[i] = translation
+            kept = dict(constraints=guides, prefix=starts, first=taken)
+            return first.translate(picked, tgt_lang=target, **kept, **options)
+        legs = (first, second, picked, pivot, target, options)
+        return through_pivot(*legs, guides, starts, taken)
+
+    return _per_route(routes, translated)
+
+
+def _per_route(routes: list[str | None], run: Any) -> list:
+    """`run(pivot, rows)`'s answers for the lines of each route, back in the lines' order."""
+    found: list = [None] * len(routes)
+    for pivot, rows in by_route(routes):
+        for i, answer in zip(rows, run(pivot, rows), strict=True):
+            found[i] = answer
     return found
 
 
@@ -264,18 +185,10 @@ def direct(translator: Any) -> Any:
     return leg
 
 
-def source_languages(lines: list[str], pairs: Sequence[tuple[str, str]]) -> list[str | None]:
-    """Each line's language among the model's source languages, as py3langid reads it (None
-    for a blank line)."""
-    from nmt.data.language_id import identified
-
-    return identified(lines, sorted({source for source, _ in pairs}))
-
-
 def routed_stream(
     translator: Any,
     decode: Any,
-    lines: Any,
+    lines: Iterable[str],
     tgt_lang: str | None,
     src_lang: str | None,
     wanted: dict,
@@ -283,53 +196,62 @@ def routed_stream(
     prefix: Any,
     chunk: int | None,
     done: Any,
-    first: int = 0,
+    first: int | Sequence[int] = 0,
 ) -> Any:
     """Translator.stream's answer where some line may go through a pivot under `decode`
     (`routed` a chunk of lines at a time, constraints and prefixes read in step); None
-    where none can, for the plain path to serve."""
-    target = _target(translator, tgt_lang)
+    where none can, for the plain path to serve. Either way the route is checked first
+    (routing.check_route), so an impossible one is refused before any line is read."""
+    target = target_of(translator, tgt_lang)
+    check_route(translator, decode, target, src_lang)
     if target is None or not routes_any(translator, decode, target):
         return None
-    check_through(translator, decode.through)
     tuned = copy.copy(translator)
     tuned.decode = decode
     args = (lines, target, src_lang, wanted, constraints, prefix, chunk, done, first)
     return _chunks(tuned, *args)
 
 
-def _target(translator: Any, tgt_lang: str | None) -> str | None:
-    """The language the translator (or its chain's second model) is asked to write: the
-    call's, the translator's, or the only one it writes."""
-    languages = (translator.then or translator).target_languages
-    return tgt_lang or translator.tgt_lang or (languages[0] if len(languages) == 1 else None)
-
-
 def _chunks(translator, lines, target, src_lang, wanted, constraints, prefix, chunk, done, first):
     items = iter(lines)
+    numbers = itertools.count(first) if isinstance(first, int) else iter(first)
     guides = None if constraints is None else iter(constraints)
     starts = None if prefix is None else iter(prefix)
-    number = first
     while part := list(itertools.islice(items, chunk)):
         taken = [None if given is None else list(itertools.islice(given, len(part)))
                  for given in (guides, starts)]  # fmt: skip
-        found = routed(translator, part, target, src_lang, wanted, *taken, first_line=number)
-        number += len(part)
+        counted = list(itertools.islice(numbers, len(part)))
+        yield from routed(translator, part, target, src_lang, wanted, *taken, counted)
         if done is not None:
             done(len(part))
-        yield from found
 
 
-def scored(translator: Any, sources: list[str], targets: list, tgt_lang: str | None) -> Any:
-    """Translator.score's answer through a pivot (decode.through, or a chain's), by the
-    rule search ranks paths with; None where the plain score serves."""
-    if translator.then is None and translator.decode.through is None:
+def scored(
+    translator: Any,
+    decode: Any,
+    sources: list[str],
+    targets: list,
+    tgt_lang: str | None,
+    src_lang: str | None,
+) -> list[PairScore] | None:
+    """Translator.score's answer where some pair may go through a pivot under `decode`, by
+    the rule search ranks paths with, each pair routed as translate routes its source; None
+    where the plain score serves all."""
+    target = target_of(translator, tgt_lang)
+    check_route(translator, decode, target, src_lang)
+    if target is None or not routes_any(translator, decode, target):
         return None
-    check_through(translator, translator.decode.through)
-    second = translator.then or translator
-    pivot = translator.decode.through
-    if translator.then is not None:
-        pivot = check_chain(translator, translator.then, pivot)
-    target = _target(translator, tgt_lang)
-    first, second = direct(translator), direct(second)
-    return scored_through_pivot(first, second, sources, list(targets), pivot, target)
+    tuned = copy.copy(translator)
+    tuned.decode = decode
+    routes = line_routes(tuned, decode, sources, target, src_lang)
+    if not any(routes):
+        return None
+    first, second = direct(tuned), direct(tuned.then or tuned)
+
+    def scores(pivot: str | None, rows: list[int]) -> list[PairScore]:
+        picked, wanted = [sources[i] for i in rows], [targets[i] for i in rows]
+        if pivot is None:
+            return first.score(picked, wanted, tgt_lang=target)
+        return scored_through_pivot(first, second, picked, wanted, pivot, target)
+
+    return _per_route(routes, scores)

@@ -32,11 +32,13 @@ from nmt.translate.loading import (
     decode_settings,
     in_precision,
     load_model,
+    precision_named,
     tokenizer_towards,
 )
-from nmt.translate.pair_scores import Target, score_pairs
-from nmt.translate.pipeline import CHUNK_LINES, Wanted, per_sentence, translate_stream
+from nmt.translate.pair_scores import Target, check_targets, score_pairs
+from nmt.translate.pipeline import CHUNK_LINES, Numbering, Wanted, per_sentence, translate_stream
 from nmt.translate.results import PairScore, Translation
+from nmt.translate.routing import meeting
 from nmt.translate.shortlist import Shortlist, translation_shortlist
 
 Constraining = TextConstraints | Mapping[str, Any] | None
@@ -108,7 +110,7 @@ class Translator:
         refused where the first's languages and the second's do not meet."""
         chain = copy.copy(self)
         chain.then = then
-        pivoting.check_chain(chain, then, chain.decode.through)
+        meeting(chain, then, chain.decode.through)
         return chain
 
     def with_decode(self, **options: Any) -> Translator:
@@ -175,7 +177,7 @@ class Translator:
         tgt_lang: str | None = None,
         chunk: int | None = CHUNK_LINES,
         done: Callable[[int], None] | None = None,
-        first: int = 0,
+        first: Numbering = 0,
         through: str | None = None,
         src_lang: str | None = None,
     ) -> Iterator[Translation]:
@@ -186,9 +188,10 @@ class Translator:
         `prefix`: one per line, read in step with the lines. `tgt_lang`: the language to
         write (see `target_languages`). `done(n)` hears of each batch of n sentences.
         `first`: how many lines of the same input earlier calls took (an input read in
-        parts): sampling seeds each line by decode.seed and its number in the input.
-        `through`: a pivot language; `src_lang`: the lines' language, where it decides the
-        path (nmt/translate/pivot.py: untrained directions and chains go through one)."""
+        parts), or each line's own number: sampling seeds each line by decode.seed and its
+        number in the input, and errors name it. `through`: a pivot language; `src_lang`:
+        the lines' language, where it decides the path (nmt/translate/routing.py:
+        untrained directions and chains go through one)."""
         options = dict(beam=beam, alpha=alpha, nbest=nbest, sample=sample, max_src_len=max_src_len)
         options.update(no_repeat_ngram=no_repeat_ngram, coverage_penalty=coverage_penalty)
         decode = decode_settings(self.decode, {**options, "through": through})
@@ -226,25 +229,33 @@ class Translator:
         targets: Sequence[Target],
         batch_size: int | None = None,
         tgt_lang: str | None = None,
+        through: str | None = None,
+        src_lang: str | None = None,
     ) -> list[PairScore]:
         """The model's log-probability of each target given its source, token by token, as
         search computes it without a shortlist (which search normalises over alone), an
-        ensemble's included; through a pivot (decode.through, a chain), as search ranks its
-        paths. A target is text, or the token ids search wrote (`Hypothesis.tokens`); a
-        source is cut at decode.max_src_len subwords; a blank one gets no score."""
+        ensemble's included; a pair whose source `translate` would pivot (`through`, a
+        chain, an untrained direction; `src_lang` as there), as search ranks its paths. A
+        target is text, or the token ids search wrote (`Hypothesis.tokens`); a source is
+        cut at decode.max_src_len subwords; a blank one gets no score."""
         sources = _sentences(sources)
-        through = pivoting.scored(self, sources, targets, tgt_lang)
-        if through is not None:
-            return through
-        size, tokenizer = batch_size or self.decode.batch_size, self.towards(tgt_lang)
-        return score_pairs(self.model, tokenizer, self.decode, sources, targets, size, self.workers)
+        check_targets(sources, targets)
+        decode = decode_settings(self.decode, {"through": through, "batch_size": batch_size})
+        routed = pivoting.scored(self, decode, sources, list(targets), tgt_lang, src_lang)
+        if routed is not None:
+            return routed
+        tokenizer = self.towards(tgt_lang)
+        return score_pairs(
+            self.model, tokenizer, decode, sources, targets, decode.batch_size, self.workers
+        )
 
 
 def _loaded(cls, checkpoints, device, quantize, attention_layer, workers, decode) -> Translator:
     """A Translator of `checkpoints`, as Translator.load describes."""
     model, tokenizer, config, device = load_model(checkpoints, device, quantize, attention_layer)
     settings = decode_settings(config.decode, decode)
-    model = in_precision(model, settings.precision, quantize, device, config.model.width)
+    named = precision_named(settings, decode, "the checkpoint's")
+    model = in_precision(model, settings.precision, quantize, device, config.model.width, named)
     if workers is None:
         workers = available_cores() if device.type == "cpu" else 1
     first, best = checkpoint_paths(checkpoints)[0], settings.shortlist

@@ -2,6 +2,8 @@
 here: patched to make the search answer what a trained model seldom does, or under limits of
 the test's choosing."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from serving import serving_app
 
@@ -115,6 +117,24 @@ REFUSALS = {
             "tgt_lang 'fr': this model writes only de; set tgt_lang to de or omit it",
         ),
     ),
+    "a src_lang the model does not read": (
+        [{"src": "a", "id": "two-way", "tgt_lang": "de", "src_lang": "fr"}],
+        422,
+        (
+            ["body", 0, "src_lang"],
+            "this model reads de, en: name one of them, or leave it out to have each line's "
+            "language read from its text",
+        ),
+    ),
+    "a pivot that is the target": (
+        [{"src": "a", "id": "two-way", "tgt_lang": "de", "through": "de"}],
+        422,
+        (
+            ["body", 0, "through"],
+            "de is the language translated into, and a pivot lies between the source and the "
+            "target: translate directly, without a pivot",
+        ),
+    ),
     "a lone surrogate": (
         b'[{"src": "\\ud800", "id": "demo"}]',
         422,
@@ -197,6 +217,29 @@ def test_a_route_that_is_not_there_names_those_that_are(refusing):
         405,
         {"detail": "POST is not allowed here; use GET, HEAD"},
     )
+
+
+def test_a_request_draws_the_same_samples_whoever_shares_its_batch(tiny_config, tokenizer):
+    """Sampling seeds each sentence by its place in its own request: merged with another
+    request's in one batch (the window waits for a batch as large as the first request's),
+    each draws what it draws alone."""
+    translator = make_translator(tiny_config, tokenizer, sample=True, nbest=2, seed=5)
+    app = create_app(
+        {"demo": ServedModel("demo", translator)}, limits=Limits(window=2.0), workers=1
+    )
+    requests = [
+        [{"src": src, "id": "demo"} for src in pair] for pair in (SENTENCES, SENTENCES[::-1])
+    ]
+    with serving_app(app) as client:
+        assert client.translate(requests[0] + requests[1])[0] == 200  # a batch of four
+        with ThreadPoolExecutor(2) as pool:
+            merged = list(pool.map(client.translate, requests))
+    for request, (status, answer) in zip(requests, merged, strict=True):
+        expected = translator.translate([item["src"] for item in request])
+        assert status == 200
+        assert [[a["tgt"] for a in rank] for rank in answer] == [
+            [t.nbest[rank].text for t in expected] for rank in range(2)
+        ]
 
 
 def test_an_imported_marian_model_is_served_like_any_other(tmp_path, corpus_dir):

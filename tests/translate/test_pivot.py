@@ -10,7 +10,8 @@ from conftest import nmt, tiny_experiment, write_checkpoint, write_parallel
 from nmt.data.demo import generate_pairs
 from nmt.data.tokenizer import build_tokenizer
 from nmt.errors import UserError
-from nmt.translate.pivot import composed_alignment, connecting
+from nmt.translate.pivot import composed_alignment
+from nmt.translate.routing import connecting
 from nmt.translate.translator import Translator
 
 THREE_WAYS = "data.directions=[de-en,en-de,en-xx,xx-en]"  # de-xx and xx-de never trained
@@ -19,9 +20,12 @@ GERMAN = ["der Hund sieht die Katze.", "", "ein Vogel schläft."]
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
+    return pivot_models(tmp_path_factory.mktemp("pivot"))
+
+
+def pivot_models(directory):
     """Untrained tiny models over German, English and "xx" (German words reversed): one
     of four directions with tags, and two of one direction each for a chain."""
-    directory = tmp_path_factory.mktemp("pivot")
     corpus = directory / "corpus"
     pairs = generate_pairs(120, seed=4)
     for split in ("train", "valid", "test"):
@@ -196,3 +200,53 @@ def test_the_server_chains_two_served_models(models):
             assert status == 422 and refused["detail"][0]["loc"] == ["body", 0, "then"]
             assert problem in refused["detail"][0]["msg"]
         assert client.request("GET", "/translator/health")[0] == 200
+
+
+def test_constraint_errors_through_a_pivot_name_the_input_line(models, tmp_path):
+    translator = Translator.load(models["tagged"], beam=2, workers=1, max_constraints=1)
+    two = {"include": ["a", "b"]}
+    with pytest.raises(UserError, match="sentence 3, constraints: 2 phrases"):
+        translator.translate(GERMAN, tgt_lang="xx", through="en", constraints=[None, None, two])
+    terms = tmp_path / "terms.jsonl"
+    terms.write_text('\n\n{"include": ["a", "b"]}\n', "utf-8")
+    ran = nmt("translate", "--checkpoint", models["tagged"], "--tgt-lang", "xx", "--through",
+              "en", "--max-constraints", "1", "--constraints", terms,
+              input="".join(line + "\n" for line in GERMAN))  # fmt: skip
+    assert ran.returncode == 2 and "input line 3, constraints: 2 phrases" in ran.stderr, ran.stderr
+
+
+def test_a_line_draws_the_same_samples_through_a_pivot_whatever_read_it_came_in(models):
+    translator = Translator.load(models["tagged"], workers=1, sample=True, nbest=2, seed=3)
+    options = dict(tgt_lang="xx", through="en", src_lang="de")
+    whole = translator.translate(GERMAN, **options)
+    (last,) = translator.stream(GERMAN[2:], first=2, **options)  # a pipe's second read
+    assert [c.text for c in last.nbest] == [c.text for c in whole[2].nbest]
+    assert [c.pivot.text for c in last.nbest] == [c.pivot.text for c in whole[2].nbest]
+
+
+def test_scores_follow_the_path_translate_takes(models, tmp_path):
+    source, target = GERMAN[0], "Katze die sieht Hund der."
+    translator = Translator.load(models["tagged"], workers=1)
+    (routed,) = translator.score([source], [target], tgt_lang="xx", src_lang="de")
+    (through,) = translator.score([source], [target], tgt_lang="xx", through="en")
+    direct = Translator.load(models["tagged"], workers=1, zero_shot="direct")
+    (zero_shot,) = direct.score([source], [target], tgt_lang="xx", src_lang="de")
+    assert routed.total == through.total != zero_shot.total
+    (src := tmp_path / "src.de").write_text(source + "\n", "utf-8")
+    (tgt := tmp_path / "tgt.xx").write_text(target + "\n", "utf-8")
+    files = ("--checkpoint", models["tagged"], "--tgt-lang", "xx", "--src", src, "--tgt", tgt)
+    for options, expected in (((), routed), (("--zero-shot", "direct"), zero_shot)):
+        ran = nmt("score", *files, *options)
+        assert ran.returncode == 0 and ran.stdout.split("\t")[0] == f"{expected.total:.4f}"
+    wider = nmt("score", *files, "--pivot-candidates", "2")
+    assert float(wider.stdout.split("\t")[0]) >= round(routed.total, 4)
+
+
+def test_scores_through_a_pivot_need_one_target_per_source(models):
+    translator = Translator.load(models["tagged"], beam=2, workers=1)
+    options = dict(tgt_lang="xx", through="en")
+    for targets in (["x"], ["x", "y", "z"]):
+        with pytest.raises(UserError, match=f"got 2 sources and {len(targets)} targets"):
+            translator.score(GERMAN[:2], targets, **options)
+    with pytest.raises(UserError, match="a list of targets, one per source"):
+        translator.score(GERMAN[:2], "xy", **options)

@@ -1,0 +1,105 @@
+"""How `nmt serve` plans a request before any of it is decoded: each sentence checked
+against the model that translates it (its id, n_best, language, path and constraints, a
+422 naming the field where one is wrong), then grouped by what decodes it together."""
+
+from __future__ import annotations
+
+from fastapi import HTTPException
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+
+from nmt.serve.api import TranslateRequest, excerpt
+from nmt.serve.catalog import Item, ServedModel, chained
+from nmt.translate.constraints import ConstraintError, check_constraints, parse_constraints
+from nmt.translate.routing import RouteError, check_route, target_of
+
+
+def plan(
+    models: dict[str, ServedModel], items: list[TranslateRequest]
+) -> tuple[dict[tuple, list[tuple[int, Item]]], int]:
+    """Groups the inputs by (model id, decode settings, target and source language), each
+    group one batcher job.
+
+    All inputs of a request must give the same n_best: the answer is laid out by rank.
+    """
+    groups: dict[tuple, list[tuple[int, Item]]] = {}
+    nbest = None
+    for index, request in enumerate(items):
+        model = models.get(str(request.id))
+        if model is None:
+            known = ", ".join(repr(name) for name in models)
+            raise HTTPException(
+                404,
+                f"unknown model id {excerpt(request.id)!r}: set id to one this server has, "
+                f"{known} (GET /translator/models)",
+            )
+        try:
+            decode = model.settings(request.beam, request.n_best, request.through)
+        except ValueError as error:
+            raise invalid(index, "n_best", str(error), request.n_best) from None
+        writer = _chain_end(models, model, request, index)
+        if nbest is not None and decode.nbest != nbest:
+            detail = (
+                f"all inputs of a request need the same n_best; earlier ones have {nbest}: "
+                f"give this one n_best {nbest} too, or send it in another request"
+            )
+            raise invalid(index, "n_best", detail, request.n_best)
+        nbest = decode.nbest
+        try:
+            translator = chained(models, model.id, request.then, decode.through)
+            target = target_of(translator, request.tgt_lang)
+            check_route(translator, decode, target, request.src_lang)
+        except RouteError as error:
+            given = excerpt(getattr(request, error.field))
+            raise invalid(index, error.field, error.detail, given) from None
+        if problem := writer.language_error(request.tgt_lang):
+            raise invalid(index, "tgt_lang", problem, request.tgt_lang)
+        wanted = request.constraints.model_dump() if request.constraints is not None else None
+        try:  # against the settings of the model that writes the translation: a chain's second
+            check_constraints(
+                writer.translator.towards(request.tgt_lang),
+                request.src,
+                wanted,
+                request.prefix,
+                decode if writer is model else writer.translator.decode,
+            )
+        except ConstraintError as error:
+            raise refused(request, error.at(index)) from None
+        item = Item(
+            request.src,
+            index,
+            request.alignments,
+            request.attention,
+            parse_constraints(wanted),
+            request.prefix,
+        )
+        key = (model.id, decode, request.tgt_lang, request.src_lang, request.then)
+        groups.setdefault(key, []).append((index, item))
+    return groups, nbest or 1
+
+
+def _chain_end(
+    models: dict[str, ServedModel], model: ServedModel, request: TranslateRequest, index: int
+) -> ServedModel:
+    """The model that writes the request's translation: the one it names in `then`, or its
+    own (whether their languages meet, `check_route` says)."""
+    if request.then is None:
+        return model
+    second = models.get(request.then)
+    if second is None:
+        known = ", ".join(repr(name) for name in models)
+        problem = f"unknown model id: set then to one this server has, {known}"
+        raise invalid(index, "then", problem, excerpt(request.then))
+    return second
+
+
+def invalid(index: int, field: str, message: str, value: object) -> RequestValidationError:
+    """A 422 in the same form as pydantic's own, naming body[index].field."""
+    error = {"type": "value_error", "loc": ("body", index, *field.split(".")), "msg": message}
+    return RequestValidationError([{**error, "input": value}])
+
+
+def refused(request: TranslateRequest, error: ConstraintError) -> RequestValidationError:
+    """A 422 naming the constraints or prefix of the request's sentence `error.index`."""
+    given = getattr(request, error.field.split(".")[0])
+    return invalid(error.index, error.field, error.detail, jsonable_encoder(given))
