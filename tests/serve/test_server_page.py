@@ -359,8 +359,10 @@ def test_a_pair_the_model_never_trained_goes_through_a_pivot_on_the_page(three_w
     wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#model-a option")) == 1)
     sources = Select(browser.find_element(By.ID, "src-lang"))
     assert [option.text for option in sources.options] == ["auto", "de", "en", "xx"]
+    into = Select(browser.find_element(By.ID, "tgt-lang"))
+    assert into.first_selected_option.text == "en"  # the model's own (de-en), not the first
     sources.select_by_value("de")
-    Select(browser.find_element(By.ID, "tgt-lang")).select_by_value("xx")
+    into.select_by_value("xx")
     column = translated_on_page(browser, wait, "three")
     request = {"src": GERMAN, "id": "three", "tgt_lang": "xx", "src_lang": "de"}
     shows_the_pivoted_answer(column, *three_way_server.translate([request]))

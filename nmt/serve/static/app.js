@@ -36,6 +36,7 @@ let maxSentences = 64;
 // The languages each model writes (GET translator/models): a model that writes several needs
 // the one to write in every request, picked under "Into".
 const targetLanguages = {};  // model id -> the languages it writes
+const ownTarget = {};  // model id -> the language it writes by default (its first direction's)
 const sourceLanguages = {};  // model id -> the languages it reads
 const chainedLanguages = {};  // model id -> {language: the served model that writes it on}
 
@@ -78,6 +79,7 @@ async function loadModels() {
   maxSentences = (await api("translator/limits")).max_sentences;
   for (const model of models) {
     targetLanguages[model.model_id] = model.tgt_langs;
+    ownTarget[model.model_id] = model.tgt_lang;
     sourceLanguages[model.model_id] = [...new Set(model.directions.map((d) => d.split("-")[0]))];
     chainedLanguages[model.model_id] = model.chains;
     const directions = model.directions.map((d) => d.replace("-", "→")).join(" ");
@@ -98,11 +100,14 @@ async function loadModels() {
 // those it writes, and those another served model writes on from its translations (a chain);
 // the "From" picker the languages they read, when one reads several ("auto": read from the
 // text). A pair the model never trained goes through a pivot language, and a chain through
-// the language the two models meet in, shown under the translation.
-function showLanguages() {
+// the language the two models meet in, shown under the translation. "Into" starts at the
+// first model's own language (that of its first direction), whatever the others sort before.
+function showLanguages(event) {
   const ids = [$("model-a").value, $("model-b").value].filter((id) => id);
-  fill("tgt-lang", languagesOf(ids, reachable()), []);
-  fill("src-lang", languagesOf(ids, sourceLanguages), ["auto"]);
+  const own = ownTarget[$("model-a").value];
+  const picked = event && event.target.id === "model-a" ? own : $("tgt-lang").value || own;
+  fill("tgt-lang", languagesOf(ids, reachable()), [], picked);
+  fill("src-lang", languagesOf(ids, sourceLanguages), ["auto"], $("src-lang").value);
 }
 
 function reachable() {
@@ -118,16 +123,16 @@ function languagesOf(ids, table) {
   return [...new Set(several.flatMap((id) => table[id]))].sort();
 }
 
-function fill(id, languages, first) {
+// `picked`: the option to select, where it is shown (else the first is).
+function fill(id, languages, first, picked) {
   const select = $(id);
-  const kept = select.value;
   const shown = languages.length ? [...first, ...languages] : [];
   select.replaceChildren(...shown.map((language) => {
     const option = element("option", "", language);
     option.value = language;
     return option;
   }));
-  if (shown.includes(kept)) select.value = kept;
+  if (shown.includes(picked)) select.value = picked;
   $(`${id}-label`).hidden = languages.length === 0;
 }
 
