@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,14 +46,16 @@ from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.export.converter import CONFIG_FILE, VMAP_FILE, import_ctranslate2
 from nmt.model.device import resolve_precision
-from nmt.search import Hypothesis, max_lengths
 from nmt.reads import record_directory
+from nmt.search import Hypothesis, max_lengths
 from nmt.search.constraints import Constraints
 from nmt.translate import pivot as pivoting
-from nmt.translate.loading import decode_settings, tokenizer_towards
+from nmt.translate.loading import decode_settings, precision_named, tokenizer_towards
 from nmt.translate.pipeline import CHUNK_LINES, translate_stream
 from nmt.translate.quantize import SCHEMES
 from nmt.translate.results import Translation
+
+log = logging.getLogger("nmt")
 
 
 class CTranslate2Translator:
@@ -270,11 +273,13 @@ def load_ctranslate2_translator(
             "--no-sample if the model's config samples), or sample with --checkpoint."
         )
     workers = workers or available_cores()
+    named = precision_named(decode, decode_overrides, "the model's")
+    compute_type = _compute_type(ct2, quantize, decode.precision, config.model.width, named)
     try:
         model = ct2.Translator(
             str(model_dir),
             device="cpu",
-            compute_type=_compute_type(quantize, decode.precision, config.model.width),
+            compute_type=compute_type,
             inter_threads=workers,
             intra_threads=1 if workers > 1 else torch.get_num_threads(),
         )
@@ -283,17 +288,31 @@ def load_ctranslate2_translator(
     return CTranslate2Translator(model, tokenizer, config, decode, workers, tgt_lang)
 
 
-def _compute_type(quantize: str | None, precision: str, width: int) -> str:
-    """CTranslate2's compute type for --quantize and decode.precision (bf16: bfloat16) on a
-    model `width` wide."""
-    bf16 = resolve_precision(precision, torch.device("cpu"), width) == "bf16"
+def _compute_type(ct2: Any, quantize: str | None, precision: str, width: int, named: str) -> str:
+    """CTranslate2's compute type for --quantize and decode.precision (`named`: how messages
+    name it, the option given or the model's own setting) on a model `width` wide: bf16 is
+    bfloat16 where CTranslate2 has it for this CPU, else float32 (with a notice, unless auto
+    chose bf16: auto asks only for what is fast here)."""
     if quantize is not None and precision == "bf16":
         raise UserError(
-            "--precision bf16 and --quantize int8 are two ways to compute faster: choose one."
+            f"{named} and --quantize int8 are two ways to compute faster: choose one "
+            "(--precision fp32 keeps int8 alone)."
         )
     if quantize is not None:
         return quantize
-    return "bfloat16" if bf16 else "default"
+    if resolve_precision(precision, torch.device("cpu"), width) != "bf16":
+        return "default"
+    supported = ct2.get_supported_compute_types("cpu")
+    if "bfloat16" in supported:
+        return "bfloat16"
+    if precision == "bf16":
+        log.warning(
+            "notice: %s: CTranslate2 computes no bfloat16 on this CPU (it has %s), so the "
+            "model computes in float32; --precision fp32 says so without this notice.",
+            named,
+            ", ".join(sorted(supported)),
+        )
+    return "default"
 
 
 def _check_shortlist(model_dir: Path, asked: int, exported: int) -> None:

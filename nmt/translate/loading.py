@@ -49,22 +49,31 @@ def load_model(
     return model, tokenizer, config, device
 
 
+def precision_named(decode: DecodeConfig, options: dict[str, Any], whose: str) -> str:
+    """How messages name decode.precision: the option given (`options`, None: not given),
+    or `whose` ("the checkpoint's") own setting."""
+    if options.get("precision") is not None:
+        return f"--precision {decode.precision}"
+    return f"{whose} decode.precision {decode.precision}"
+
+
 def in_precision(
     model: torch.nn.Module,
     precision: str,
     quantize: str | None,
     device: torch.device,
     width: int,
+    named: str,
 ) -> torch.nn.Module:
-    """`model` as search computes with it under decode.precision: bf16 weights (so bf16
-    activations, search summing scores in float32), or as it is; `auto` is bf16 where
-    `device` multiplies it natively and the model is `width` wide enough to gain from it
-    (nmt/model/device.py), unless the weights are int8."""
+    """`model` as search computes with it under decode.precision (`named` in messages:
+    precision_named): bf16 weights (so bf16 activations, search summing scores in float32),
+    or as it is; `auto` is bf16 where `device` multiplies it natively and the model is
+    `width` wide enough to gain from it (nmt/model/device.py), unless the weights are int8."""
     if quantize is not None:
         if precision == "bf16":
             raise UserError(
-                "--precision bf16 and --quantize int8 are two ways to compute faster (the "
-                "int8 layers compute in int8 and float32): choose one."
+                f"{named} and --quantize int8 are two ways to compute faster (the int8 layers "
+                "compute in int8 and float32): choose one (--precision fp32 keeps int8 alone)."
             )
         return model
     if resolve_precision(precision, device, width) == "bf16":

@@ -154,6 +154,60 @@ def test_int8_runs_with_ctranslate2s_int8_compute_type(exported, corpus_dir):
     assert len(int8.translate(lines)) == len(lines)
 
 
+# a Transformer wide enough that train.precision auto chooses bf16 where it is native
+WIDE = ("model.encoder.emb_dim=128", "model.decoder.emb_dim=128", "model.attention.attn_dim=128")
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory, corpus_dir, tokenizer):
+    """(checkpoint, exported directory) of a 128-wide Transformer whose own decode.precision
+    is bf16."""
+    directory = tmp_path_factory.mktemp("wide")
+    config = tiny_experiment(corpus_dir, *TINY_TRANSFORMER, *WIDE, "decode.precision=bf16")
+    checkpoint = perturbed_checkpoint(directory / "model.pt", config, tokenizer)
+    return checkpoint, export_ctranslate2(checkpoint, directory / "ct2")
+
+
+@pytest.mark.parametrize("asked", ["--precision bf16", "--precision auto", "the model's"])
+def test_bf16_computes_in_a_type_ctranslate2_has_on_this_cpu(wide, monkeypatch, asked):
+    """bfloat16 where CTranslate2 has it for the CPU, else float32 with a notice naming
+    where bf16 came from (none for auto, which asks only for what is fast here)."""
+    import ctranslate2
+
+    monkeypatch.setattr("nmt.model.device.cpu_has_fast_bf16", lambda: True)  # auto: bf16
+    _, directory = wide
+    options = asked.split()[:2] if asked.startswith("--") else []
+    has_bf16 = "bfloat16" in ctranslate2.get_supported_compute_types("cpu")
+    ran = nmt("translate", "--engine", "ctranslate2", "--model", directory, "--beam", "1",
+              "--workers", "1", *options, input="a dog\n")  # fmt: skip
+    assert ran.returncode == 0 and len(ran.stdout.splitlines()) == 1, ran.stderr
+    notices = [line for line in ran.stderr.splitlines() if "bfloat16" in line]
+    if has_bf16 or asked == "--precision auto":
+        assert notices == [], notices
+    else:
+        (notice,) = notices
+        named = "--precision bf16" if options else "the model's decode.precision bf16"
+        assert notice.startswith(f"notice: {named}:") and "float32" in notice, notice
+    loaded = load_ctranslate2_translator(directory, precision="bf16", beam=1)
+    assert loaded.model.compute_type == ("bfloat16" if has_bf16 else "float32")
+
+
+def test_int8_and_bf16_name_where_bf16_came_from(wide):
+    """--quantize int8 with the model's own decode.precision bf16 does not blame an option
+    never given."""
+    checkpoint, directory = wide
+    for engine in (["--engine", "ctranslate2", "--model", directory], ["--checkpoint", checkpoint]):
+        for given, named in (
+            (["--precision", "bf16"], "--precision bf16"),
+            ([], "decode.precision bf16"),
+        ):
+            ran = nmt("translate", *engine, "--quantize", "int8", *given, input="a dog\n")
+            assert ran.returncode == 2, ran.stderr
+            assert named in ran.stderr and ("--precision" in ran.stderr), ran.stderr
+            if not given:
+                assert "--precision bf16" not in ran.stderr, ran.stderr
+
+
 POSITIONS = {  # both sides' positions: every kind CTranslate2 computes
     "learned": ("learned", "learned"),
     "relative": ("relative", "relative"),
