@@ -89,7 +89,13 @@ def test_line_counts_that_differ_name_both_files(corpus, tmp_path):
 def test_invalid_utf8_names_file_line_and_offset(corpus, tmp_path):
     (corpus / "valid.de").write_bytes(b"gut\nnicht \xff gut\n")
     result = train_on(corpus, tmp_path / "run")
-    refused(result, corpus / "valid.de", "not valid UTF-8", "line 2, byte offset 10", "iconv")
+    refused(
+        result,
+        corpus / "valid.de",
+        "not valid UTF-8",
+        "line 2, byte 7 of the line, offset 10",
+        "iconv",
+    )
 
 
 def test_bom_and_crlf_give_the_same_data_as_clean_files(corpus, tmp_path):

@@ -19,7 +19,7 @@ import socket
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from itertools import zip_longest
+from itertools import islice, zip_longest
 from pathlib import Path
 
 from nmt.config import DataConfig
@@ -179,16 +179,11 @@ def read_lines(path: Path, named_by: str = "a text file") -> list[str]:
         data = record(path, named_by).read_bytes()
     except OSError as error:
         raise UserError(f"cannot read {path}: {error.strerror}.") from None
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     try:
-        text = data.decode("utf-8")
+        text = data[bom:].decode("utf-8")
     except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        raise UserError(
-            f"{path} is not valid UTF-8: line {line}, byte offset {error.start} "
-            f"({error.reason}). Convert the file to UTF-8 (e.g. with iconv)."
-        ) from None
+        raise _not_utf8(path, data, bom + error.start, error) from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -343,12 +338,12 @@ def _row_pair(row: dict, config: DataConfig, origin: str) -> tuple[str, str]:
         f"{origin}: rows have no '{src}' and '{tgt}' columns, nor a translation column with "
         f"them (found: {', '.join(row)}). Set data.src_lang / data.tgt_lang."
     )
-    src_file, tgt_file = record(src_file, "a corpus file"), record(tgt_file, "a corpus file")
 
 
 def _text_pairs(src_file: Path, tgt_file: Path) -> Iterator[tuple[str, str]]:
     """Two aligned files line by line, read as read_lines reads them (UTF-8, a BOM and
     CRLF accepted, only '\\n' ends a line); files of different lengths are an error."""
+    src_file, tgt_file = record(src_file, "a corpus file"), record(tgt_file, "a corpus file")
     with src_file.open("rb") as src, tgt_file.open("rb") as tgt:
         for number, (src_line, tgt_line) in enumerate(zip_longest(src, tgt), 1):
             if src_line is None or tgt_line is None:
@@ -364,13 +359,23 @@ def _text_pairs(src_file: Path, tgt_file: Path) -> Iterator[tuple[str, str]]:
 
 
 def _decode(line: bytes, path: Path, number: int) -> str:
-    if number == 1 and line.startswith(b"\xef\xbb\xbf"):
-        line = line[3:]
+    bom = 3 if number == 1 and line.startswith(b"\xef\xbb\xbf") else 0
     try:
-        text = line.removesuffix(b"\n").decode("utf-8")
+        text = line[bom:].removesuffix(b"\n").decode("utf-8")
     except UnicodeDecodeError as error:
-        raise UserError(
-            f"{path} is not valid UTF-8: line {number}, byte {error.start} of the line "
-            f"({error.reason}). Convert the file to UTF-8 (e.g. with iconv)."
-        ) from None
+        with path.open("rb") as handle:  # the lines before, for the offset in the file
+            before = b"".join(islice(handle, number - 1))
+        raise _not_utf8(path, before + line, len(before) + bom + error.start, error) from None
     return text.removesuffix("\r")
+
+
+def _not_utf8(path: Path, data: bytes, at: int, error: UnicodeDecodeError) -> UserError:
+    """The error of the byte at offset `at` of `data` (the file's bytes, from its first),
+    named by its line and its byte of the line, counted from 1 as lines are, and its offset
+    in the file, counted from 0 as xxd and dd count."""
+    line, start = data.count(b"\n", 0, at) + 1, data.rfind(b"\n", 0, at) + 1
+    return UserError(
+        f"{path} is not valid UTF-8: line {line}, byte {at - start + 1} of the line, offset "
+        f"{at} in the file (byte 0x{data[at]:02x}: {error.reason}). Convert the file to UTF-8 "
+        "(e.g. with iconv)."
+    )

@@ -1,11 +1,12 @@
 """Finding and reading a split: text files, tables, the hub; whole or streamed, read alike."""
 
 import json
+import re
 import shutil
 
 import pytest
 
-from conftest import tiny_experiment, write_parallel
+from conftest import nmt, tiny_experiment, write_parallel
 from nmt.config import DataConfig, Splits
 from nmt.data.splits import load_split, load_train_split, read_lines, read_pairs
 from nmt.errors import UserError
@@ -33,12 +34,6 @@ def test_mismatched_line_counts_name_both_files(tmp_path):
 def test_bom_and_crlf_are_handled(tmp_path):
     (tmp_path / "f").write_bytes(b"\xef\xbb\xbfone\r\ntwo\r\n")
     assert read_lines(tmp_path / "f") == ["one", "two"]
-
-
-def test_invalid_utf8_names_line_and_offset(tmp_path):
-    (tmp_path / "f").write_bytes(b"ok\nbad \xff here\n")
-    with pytest.raises(UserError, match=r"line 2, byte offset 7"):
-        read_lines(tmp_path / "f")
 
 
 def test_tsv_jsonl_and_parquet_load_through_datasets(tmp_path):
@@ -152,3 +147,29 @@ def test_extra_train_directories_follow_the_corpus_s_train_split(corpus_dir, tmp
     missing = local(corpus_dir, extra_train=[str(tmp_path / "more"), str(tmp_path / "none")])
     with pytest.raises(UserError, match=r"^data.extra_train\[1\] .*none does not exist"):
         load_train_split(missing)
+
+
+@pytest.mark.parametrize("reader", ["streamed", "whole", "nmt clean"])
+def test_a_byte_that_is_not_utf8_is_named_where_it_is(tmp_path, reader):
+    """The line, the byte of the line counted from 1 (as lines are), and the offset in the
+    file counted from 0 (as xxd and dd count), each pointing at the bad byte itself; a BOM
+    is a byte of the file too."""
+    data = "\ufeffein Hund\nzwei Hunde\n".encode() + b"drei \xffHunde\n"
+    (tmp_path / "train.de").write_bytes(data)
+    (tmp_path / "train.en").write_text("a dog\ntwo dogs\nthree dogs\n", "utf-8")
+    write_parallel(tmp_path, "valid", [("a dog", "ein Hund")])
+    write_parallel(tmp_path, "test", [("a dog", "ein Hund")])
+    config = DataConfig(src_lang="de", tgt_lang="en", path=str(tmp_path))
+    if reader == "nmt clean":
+        ran = nmt("clean", "--data", tmp_path, "--src-lang", "de", "--tgt-lang", "en",
+                  "--out", tmp_path / "out")  # fmt: skip
+        assert ran.returncode == 2, ran.stderr
+        message = ran.stderr
+    else:
+        with pytest.raises(UserError) as raised:
+            list(read_pairs(config)) if reader == "streamed" else load_train_split(config)
+        message = str(raised.value)
+    found = re.search(r"line (\d+), byte (\d+) of the line, offset (\d+) in the file", message)
+    assert found, message
+    line, byte, offset = map(int, found.groups())
+    assert data.split(b"\n")[line - 1][byte - 1] == 0xFF and data[offset] == 0xFF, message
