@@ -133,9 +133,11 @@ def clean(
         done = clean_corpus(experiment.data, experiment.clean, out, workers, overwrite, scoring)
         report = done.report
         removed = ", ".join(f"{name} {n}" for name, n in report["removed"].items() if n)
+        repaired = ", ".join(f"{name} {n}" for name, n in report["repaired"].items() if n)
         typer.echo(
             f"wrote {out}: {report['pairs_out']:,} of {report['pairs_in']:,} pairs kept "
-            f"(removed: {removed or 'none'}), {report['pairs_per_second']:,} pairs/s; the "
+            f"(repaired: {repaired or 'none'}; removed: {removed or 'none'}), "
+            f"{report['pairs_per_second']:,} pairs/s; the "
             f"reasons in {out / 'removed.tsv'}, the counts in {out / 'report.json'}"
         )
 

@@ -197,18 +197,24 @@ def _report(
     data: DataConfig, clean: CleanConfig, directions: dict, copied: tuple[str, ...], seconds: float
 ) -> dict:
     pairs_in = sum(d["pairs_in"] for d in directions.values())
-    removed: dict[str, int] = {}
-    for direction in directions.values():
-        for name, count in direction["removed"].items():
-            removed[name] = removed.get(name, 0) + count
     return {
         "corpus": corpus_name(data),
         "pairs_in": pairs_in,
         "pairs_out": sum(d["pairs_out"] for d in directions.values()),
-        "removed": removed,
+        "repaired": _summed(directions, "repaired"),
+        "removed": _summed(directions, "removed"),
         "directions": directions,
         "copied": list(copied),
         "settings": dataclasses.asdict(clean),
         "seconds": round(seconds, 1),
         "pairs_per_second": round(pairs_in / max(seconds, 1e-9)),
     }
+
+
+def _summed(directions: dict, key: str) -> dict[str, int]:
+    """The directions' counts under `key` ("removed", "repaired"), name by name."""
+    total: dict[str, int] = {}
+    for direction in directions.values():
+        for name, count in direction[key].items():
+            total[name] = total.get(name, 0) + count
+    return total

@@ -241,11 +241,13 @@ def cleaned_pairs(
             f"{LANGUAGES_HINT if report['removed']['language'] else ''}Loosen those filters "
             f"({keys}; null turns one off), or set data.clean: false."
         )
+    repaired = ", ".join(f"{name} {count}" for name, count in report["repaired"].items() if count)
     log.info(
-        "data.clean: %d of %d %s training pairs kept (removed: %s)",
+        "data.clean: %d of %d %s training pairs kept (repaired: %s; removed: %s)",
         report["pairs_out"],
         report["pairs_in"],
         direction,
+        repaired or "none",
         removed or "none",
     )
 

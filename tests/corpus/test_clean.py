@@ -242,3 +242,31 @@ def test_clean_corpus_from_python_returns_the_report(noisy, tmp_path):
     done = clean_corpus(*settings(noisy), tmp_path / "clean", workers=1)
     assert done.directory == tmp_path / "clean"
     assert done.report["pairs_out"] == len(read_lines(tmp_path / "clean" / "train.en"))
+
+
+def test_repairs_are_written_and_counted(tmp_path):
+    """A pair of mojibake and one of markup are kept repaired, counted under `repaired` in
+    report.json (the corpus's and the direction's) and in the summary line."""
+    corpus = tmp_path / "corpus"
+    pairs = generate_pairs(200, seed=4)
+    train = pairs[:160]
+    train[10] = (train[10][0], "Größe: " + train[10][1])  # not ASCII, so mojibake can show
+    intact = [train[10], train[20]]
+    train[10] = tuple(side.encode("utf-8").decode("cp1252") for side in train[10])
+    train[20] = (f"<p>{train[20][0]}</p>", f'<a href="https://example.com/de">{train[20][1]}</a>')
+    write_parallel(corpus, "train", train)
+    write_parallel(corpus, "valid", pairs[160:180])
+    write_parallel(corpus, "test", pairs[180:])
+    out = tmp_path / "clean"
+    ran = nmt("clean", "--data", corpus, *LANGUAGES, "--out", out, "--workers", "1",
+              "--set", "clean.language_rank=null")  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    assert (
+        report["repaired"]
+        == {"fix_text": 1, "markup": 1}
+        == report["directions"]["en-de"]["repaired"]
+    )
+    assert "repaired: fix_text 1, markup 1; removed:" in ran.stdout
+    kept = set(zip(read_lines(out / "train.en"), read_lines(out / "train.de"), strict=True))
+    assert set(intact) <= kept
