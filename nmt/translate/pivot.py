@@ -5,11 +5,13 @@ A multilingual model trained on English-centric directions translates German int
 badly on its own (zero-shot) and well through English. So a direction the model never
 trained goes through the language that connects it (decode.zero_shot: pivot, the default)
 with a notice naming the path; `decode.through` pivots any direction; decode.zero_shot:
-direct keeps the zero-shot path for research. The source's language, where it decides the
-path, is the one asked for (`src_lang`) or the one py3langid reads among the model's.
+direct keeps the zero-shot path for research. Which path each line takes, and what is
+refused before any is translated, is routing.py's.
 
 Each leg searches with the decoding settings; constraints and a prefix apply to the second
-(they name target text). With `decode.pivot_candidates` k, the first leg's k best are each
+(they name target text). Both legs number a line by its place in its input (a candidate of
+the first leg by its line), so errors name the input line and sampling seeds a line as
+it would without a pivot. With `decode.pivot_candidates` k, the first leg's k best are each
 translated into k (or nbest) candidates, and the candidates rank by the sum of the two legs'
 scores as each leg's search ranks them (log-probability over the length penalty), the score
 of the path (searching k x k pairs costs k times the second leg); k = 1 is one-best
