@@ -381,6 +381,7 @@ def score(
     ] = False,
     workers: WorkersOption = None,
     tgt_lang: TgtLangOption = None,
+    src_lang: SrcLangOption = None,
     decode: dict | None = None,
 ) -> None:
     """Score given translations: the model's log-probability of each target line given its
@@ -418,9 +419,8 @@ def score(
 
             translator = Translator.load(checkpoint, workers=workers, tgt_lang=tgt_lang, **decode)
             with output_stream(output) as sink:
-                _write_scores(
-                    translator, zip(sources, targets, strict=True), sources.total, sink, as_json
-                )
+                pairs = zip(sources, targets, strict=True)
+                _write_scores(translator, pairs, sources.total, sink, as_json, src_lang)
 
     guarded(action)
 
@@ -429,16 +429,20 @@ def _text(line: str, number: int) -> str:
     return line
 
 
-def _write_scores(translator: Any, pairs: Iterator, total: int, sink: TextIO, as_json: bool):
-    """Scores the (source, target) pairs a chunk at a time, a line per pair, with a progress
-    line on a terminal and a warning for targets cut at their limit or holding <unk>."""
+def _write_scores(
+    translator: Any, pairs: Iterator, total: int, sink: TextIO, as_json: bool, src_lang: str | None
+):
+    """Scores the (source, target) pairs a chunk at a time, a line per pair (routed as
+    translate routes them, `src_lang` as there), with a progress line on a terminal and a
+    warning for targets cut at their limit or holding <unk>."""
     from nmt.terminal import ProgressLine
     from nmt.translate.pipeline import CHUNK_LINES
 
     progress, cut, unknown = ProgressLine("scoring", total), 0, 0
     try:
         while chunk := list(itertools.islice(pairs, CHUNK_LINES)):
-            for pair in translator.score([s for s, _ in chunk], [t for _, t in chunk]):
+            sources, targets = [s for s, _ in chunk], [t for _, t in chunk]
+            for pair in translator.score(sources, targets, src_lang=src_lang):
                 sink.write(_score_line(pair, as_json) + "\n")
                 cut += pair.total is not None and not pair.ended
                 unknown += pair.unknown > 0

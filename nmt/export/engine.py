@@ -107,7 +107,7 @@ class CTranslate2Translator:
         tgt_lang: str | None = None,
         chunk: int | None = CHUNK_LINES,
         done: Callable[[int], None] | None = None,
-        first: int = 0,
+        first: int | Sequence[int] = 0,
         through: str | None = None,
         src_lang: str | None = None,
     ) -> Iterator[Translation]:

@@ -240,6 +240,8 @@ def test_scores_follow_the_path_translate_takes(models, tmp_path):
         assert ran.returncode == 0 and ran.stdout.split("\t")[0] == f"{expected.total:.4f}"
     wider = nmt("score", *files, "--pivot-candidates", "2")
     assert float(wider.stdout.split("\t")[0]) >= round(routed.total, 4)
+    ran = nmt("score", *files, "--src-lang", "fr")
+    assert ran.returncode == 2 and ran.stderr.startswith("error: --src-lang fr: this model reads")
 
 
 def test_scores_through_a_pivot_need_one_target_per_source(models):
