@@ -26,12 +26,12 @@ log = logging.getLogger(__name__)
 
 class RouteError(UserError):
     """A path refused: `field` names what to change (src_lang, through, then), as the server
-    and Python name it; the message names it as the command line does (--src-lang), or as
-    `named` says (a checkpoint's decode.through); `detail` says why."""
+    and Python name it; the message names it as the command line does (--src-lang);
+    `detail` says why."""
 
-    def __init__(self, field: str, detail: str, value: str | None = None, named: str = ""):
-        named = named or "--" + field.replace("_", "-")
-        super().__init__(f"{named}{'' if value is None else f' {value}'}: {detail}.")
+    def __init__(self, field: str, detail: str, value: str | None = None):
+        flag = "--" + field.replace("_", "-")
+        super().__init__(f"{flag}{'' if value is None else f' {value}'}: {detail}.")
         self.field, self.detail = field, detail
 
 
@@ -50,17 +50,14 @@ def check_route(
             src_lang,
         )
     writes, through = translator.target_languages, decode.through
-    # the checkpoint's own setting, where no call replaced it, is named as such
-    named = "decode.through" if through == translator.config.decode.through else ""
     if translator.then is not None:
-        pivot = meeting(translator, translator.then, through, named)
+        pivot = meeting(translator, translator.then, through)
     elif through is not None and through not in writes:
         raise RouteError(
             "through",
             f"this model writes {', '.join(writes)}, so it cannot translate into that pivot; "
             f"{_advice(translator, src_lang, target)}, or chain a model that writes it (--then)",
             through,
-            named,
         )
     else:
         pivot = through
@@ -72,7 +69,7 @@ def check_route(
             field = "then" if through is None else "through"
             detail = f"{pivot} is {role}, and a pivot lies between the source and the target"
             advice = _advice(translator, src_lang, target)
-            raise RouteError(field, f"{detail}: {advice}", pivot, named if through else "")
+            raise RouteError(field, f"{detail}: {advice}", pivot)
     return pivot
 
 
@@ -90,9 +87,9 @@ def _advice(translator: Any, source: str | None, target: str | None) -> str:
     )
 
 
-def meeting(first: Any, second: Any, through: str | None, named: str = "") -> str:
-    """The language two chained models meet in (`through`, where given: `named` as in
-    RouteError); a RouteError where they do not."""
+def meeting(first: Any, second: Any, through: str | None) -> str:
+    """The language two chained models meet in (`through`, where given); a RouteError
+    where they do not."""
     writes = set(first.target_languages)
     reads = {source for source, _ in second.config.data.pairs}
     met = sorted(writes & reads)
@@ -108,7 +105,7 @@ def meeting(first: Any, second: Any, through: str | None, named: str = "") -> st
         )
     if through is not None and through not in met:
         detail = f"the two models meet in {' and '.join(met)}, not {through}"
-        raise RouteError("through", f"{detail}: chain through {' or '.join(met)}", through, named)
+        raise RouteError("through", f"{detail}: chain through {' or '.join(met)}", through)
     if through is None and len(met) > 1:
         raise RouteError("then", f"{chain}; name the language to meet in (--through)")
     return through or met[0]
