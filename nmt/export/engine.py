@@ -209,6 +209,8 @@ class CTranslate2Translator:
         prefixes: list[list[str] | None],
         decode: DecodeConfig,
     ) -> list[Any]:
+        if decode.shortlist and any(prefixes):
+            return self._prefixed_apart(src_ids, limit, prefixes, decode)
         beam, alpha = decode.beam, decode.alpha
         return self.model.translate_batch(
             [self.tokenizer.src.pieces(ids) for ids in src_ids],
@@ -224,6 +226,28 @@ class CTranslate2Translator:
             no_repeat_ngram_size=decode.no_repeat_ngram,
             use_vmap=decode.shortlist > 0,
         )
+
+    def _prefixed_apart(
+        self,
+        src_ids: list[list[int]],
+        limit: int,
+        prefixes: list[list[str] | None],
+        decode: DecodeConfig,
+    ) -> list[Any]:
+        """CTranslate2 forces a prefix through the vocabulary map's pieces only (a piece the
+        map leaves out is read as another), so lines with a prefix decode with the whole
+        vocabulary, the others with the map."""
+        outputs: list[Any] = [None] * len(src_ids)
+        whole = dataclasses.replace(decode, shortlist=0)
+        for prefixed, settings in ((True, whole), (False, decode)):
+            group = [i for i, prefix in enumerate(prefixes) if bool(prefix) == prefixed]
+            if group:
+                found = self._translate_batch(
+                    [src_ids[i] for i in group], limit, [prefixes[i] for i in group], settings
+                )
+                for i, output in zip(group, found, strict=True):
+                    outputs[i] = output
+        return outputs
 
     def _hypotheses(self, output: Any, decode: DecodeConfig) -> list[Hypothesis]:
         """CTranslate2's hypotheses as ours, best `nbest` first by our normalised score."""

@@ -450,3 +450,27 @@ def test_the_shortlist_exports_as_the_vocabulary_map_ctranslate2_decodes_with(
     assert [t.text for t in without.translate(lines)] == [
         t.text for t in unrestricted.translate(lines)
     ]
+
+
+def test_a_prefix_is_kept_under_the_vocabulary_map(tmp_path, corpus_dir, tokenizer):
+    """CTranslate2 forces a prefix through the vocabulary map's pieces only: a line with a
+    prefix decodes with the whole vocabulary (and starts with its prefix), the lines beside
+    it in its batch with the map."""
+    config = tiny_experiment(corpus_dir, *TINY_TRANSFORMER)
+    checkpoint = perturbed_checkpoint(tmp_path / "model.pt", config, tokenizer)
+    assert nmt("shortlist", "--checkpoint", checkpoint, "--depth", "8").returncode == 0
+    directory = export_ctranslate2(checkpoint, tmp_path / "ct2", shortlist=3)
+    mapped = load_ctranslate2_translator(directory, beam=2, batch_size=8, workers=1)
+    whole = load_ctranslate2_translator(directory, beam=2, shortlist=0, workers=1)
+    lines = (corpus_dir / "test.en").read_text("utf-8").splitlines()[:6]
+    prefixes = ["der", None, "ein", "wir", None, "die"]
+    together = mapped.translate(lines, prefix=prefixes)
+    # the map allows what any source of a batch allows: the others, as a batch of their own
+    kept = [line for line, prefix in zip(lines, prefixes, strict=True) if prefix is None]
+    others = iter(mapped.translate(kept))
+    for line, prefix, found in zip(lines, prefixes, together, strict=True):
+        if prefix is None:
+            assert found.text == next(others).text
+        else:
+            assert found.text.startswith(prefix), (prefix, found.text)
+            assert found.text == whole.translate([line], prefix=[prefix])[0].text
