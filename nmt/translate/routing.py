@@ -7,7 +7,8 @@ A line goes through a pivot where a chain of two models says (the language they 
 where decode.through names one, or where its direction was never trained and a language
 connects it (decode.zero_shot: pivot, the default). Its source's language, where that
 decides, is the one asked for (`src_lang`) or the one py3langid reads among the model's;
-a line read as being in the pivot language already goes on from it directly. The check
+a line read as being in the pivot language already goes on from it directly, where the model
+learned that direction (else it is refused, as an untrained leg). The check
 (`check_route`) refuses a `src_lang` the model does not read, a pivot that one model does
 not write or that two chained models do not meet in, and a pivot that is the source's
 language or the target's: either way one leg would be a direction no model trained.
@@ -156,6 +157,8 @@ def line_routes(
         languages = [src_lang if line.strip() else None for line in lines]
     else:
         languages = identified(lines, pairs)
+    if decode.through is not None:
+        _check_read_as_pivot(translator, languages, decode.through, target)
     routes = [pivot_of(pairs, language, target, decode) for language in languages]
     if decode.through is None:
         for pivot, rows in by_route(routes):
@@ -163,6 +166,21 @@ def line_routes(
             for source in sorted(set(sources)) if pivot else ():
                 notice(source, pivot, target, sources.count(source))
     return routes
+
+
+def _check_read_as_pivot(
+    translator: Any, languages: list[str | None], through: str, target: str
+) -> None:
+    """A line read as the pivot language goes on from it directly, where the model learned
+    that direction; where it did not, that leg would be untrained: refused."""
+    if through in languages and (through, target) not in set(translator.config.data.pairs):
+        raise RouteError(
+            "through",
+            f"a line of this input reads as {through}, the pivot, and this model never "
+            f"learned {through} -> {target}: name the lines' language with --src-lang, or "
+            f"{_advice(translator, None, target)}",
+            through,
+        )
 
 
 def by_route(routes: list[str | None]) -> Iterator[tuple[str | None, list[int]]]:

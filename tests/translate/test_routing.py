@@ -69,6 +69,16 @@ def test_a_line_already_in_the_pivot_language_goes_on_from_it(models):
     assert found.text == direct.text and found.pivot is None
 
 
+def test_a_line_in_the_pivot_language_is_refused_where_it_would_go_on_untrained(models):
+    """de -> xx was never trained: a German line through de would take that leg alone."""
+    translator = Translator.load(models["tagged"], beam=2, workers=1)
+    with pytest.raises(UserError, match="--through de: a line of this input reads as de"):
+        translator.translate(GERMAN, tgt_lang="xx", through="de")
+    ran = nmt("translate", "--checkpoint", models["tagged"], "--tgt-lang", "xx", "--through",
+              "de", input=GERMAN[0] + "\n")  # fmt: skip
+    assert ran.returncode == 2 and "never learned de -> xx" in ran.stderr, ran.stderr
+
+
 def test_a_source_language_the_model_does_not_read_is_refused(models):
     translator = Translator.load(models["tagged"], beam=2, workers=1)
     problem = "--src-lang fr: this model reads de, en, xx"
