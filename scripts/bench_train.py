@@ -143,6 +143,7 @@ def main() -> None:
     from nmt.train.experiment import seed_everything
     from nmt.train.trainer import Trainer
     from nmt.train.transfer import load_parent_weights, parent_checkpoint
+    from nmt.translate.auto_precision import auto_precision
 
     config_path, overrides = args.config, list(args.overrides)
     data = args.data
@@ -162,6 +163,11 @@ def main() -> None:
         parent, tokenizer = parent_checkpoint(config) if config.train.init_from else (None, None)
         corpus = prepare_corpus(config, Path(run_dir), tokenizer)
         tokenizer = corpus.tokenizer
+        if config.train.precision == "auto":  # as nmt train resolves it: the probe's answer
+            chosen = auto_precision(config, tokenizer, torch.device("cpu"))
+            config = dataclasses.replace(
+                config, train=dataclasses.replace(config.train, precision=chosen)
+            )
         model = build_model(config.model, tokenizer.src, tokenizer.tgt)
         if parent is not None:  # a trained model: its back-translations stop where they end
             load_parent_weights(model, parent, config.train.init_from)

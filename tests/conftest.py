@@ -394,3 +394,22 @@ def write_marian_model(directory: Path, corpus: Path, seed: int = 0, pad_bias: f
     )
     tokenizer.save_pretrained(directory)
     return directory
+
+
+def probe_finds(monkeypatch, fp32: float, bf16: float) -> list:
+    """Fakes the precision probe's timings (seconds a step in each precision), its answers
+    kept in a cache of their own (no other test's); the list it returns grows by one entry
+    each time the probe runs."""
+    import tempfile
+
+    from nmt.translate.auto_precision import StepTimes
+
+    monkeypatch.setenv("NMT_CACHE", tempfile.mkdtemp(prefix="probe-"))
+    probed: list = []
+
+    def timed(model, batch_tokens, sizes):
+        probed.append((model, batch_tokens, sizes))
+        return StepTimes(fp32, bf16)
+
+    monkeypatch.setattr("nmt.translate.auto_precision.time_steps", timed)
+    return probed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 
 import torch
@@ -34,14 +35,32 @@ BF16_MIN_WIDTH = 128
 
 def resolve_precision(name: str, device: torch.device, width: int) -> str:
     """fp32, bf16 or fp16: `auto` made definite for `device` and a model `width` wide
-    (ModelConfig.width)."""
+    (ModelConfig.width) as presumed from the device alone: bf16 where it is native and the
+    model wide enough to be a candidate. On a CPU, training and search ask a measurement
+    instead (nmt/translate/auto_precision.py); CTranslate2's runtime keeps this rule."""
     if name != "auto":
         return name
-    if width < BF16_MIN_WIDTH:
-        return "fp32"
+    return "bf16" if width >= BF16_MIN_WIDTH and native_bf16(device) else "fp32"
+
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether `device` multiplies bf16 natively (a GPU that supports it, a CPU with AMX or
+    AVX-512 BF16), where elsewhere it is emulated, hundreds of times slower."""
     if device.type == "cuda":
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
-    return "bf16" if cpu_has_fast_bf16() else "fp32"
+        return torch.cuda.is_bf16_supported()
+    return cpu_has_fast_bf16()
+
+
+def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name (the same on every core), or the machine's kind without one."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return platform.machine()
+    for line in text.splitlines():
+        if line.startswith("model name"):
+            return line.partition(":")[2].strip()
+    return platform.machine()
 
 
 def cpu_has_fast_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:

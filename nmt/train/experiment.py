@@ -21,7 +21,7 @@ from nmt.data.corpus import prepare_corpus
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.extras import require_extra
-from nmt.model.device import resolve_device
+from nmt.model.device import resolve_device, resolve_precision
 from nmt.model.seq2seq import build_model
 from nmt.train.distributed import local_rank, start_ranks, stop_ranks
 from nmt.train.precision import run_precision
@@ -30,6 +30,7 @@ from nmt.train.resume import resume_point, trim_metrics
 from nmt.train.rundir import RunLog, check_run_dir, save_config, start_run
 from nmt.train.trainer import Trainer
 from nmt.train.transfer import load_parent_weights, parent_checkpoint
+from nmt.translate.auto_precision import auto_precision
 
 log = logging.getLogger("nmt")
 
@@ -88,7 +89,6 @@ def _train(config, run_dir, payload, overwrite, device, ranks) -> Outcome:
     if payload is None and ranks.is_main:
         check_run_dir(run_dir, overwrite)
     with RunLog(active=ranks.is_main) as run_log:
-        config = _in_run_precision(config, device, payload)
         threads = config.train.threads or max(1, available_cores() // ranks.local_world)
         torch.set_num_threads(threads)
         seed_everything(config.train.seed)
@@ -99,6 +99,7 @@ def _train(config, run_dir, payload, overwrite, device, ranks) -> Outcome:
         with ranks.main_first():
             corpus = prepare_corpus(config, run_dir, tokenizer)
         vocab = corpus.tokenizer
+        config = _in_run_precision(config, device, payload, vocab, ranks.distributed)
         model = build_model(config.model, vocab.src, vocab.tgt)
         if parent is not None:  # before the run directory is written: a misfit leaves none
             load_parent_weights(model, parent, config.train.init_from)
@@ -121,11 +122,18 @@ def _train(config, run_dir, payload, overwrite, device, ranks) -> Outcome:
             trainer.report.close()
 
 
-def _in_run_precision(config: Experiment, device: torch.device, payload: dict | None):
+def _in_run_precision(config, device, payload, tokenizer, distributed) -> Experiment:
     """`config` with the precision the run trains in, which config.yaml and the checkpoints
-    record (a resumed run's: nmt/train/precision.py, run_precision)."""
+    record (a resumed run's: nmt/train/precision.py, run_precision); auto measured where it
+    is a question, but presumed in a distributed run, whose ranks must agree."""
     trained = payload["config"]["train"]["precision"] if payload else None
-    precision = run_precision(config.train.precision, device, config.model.width, trained)
+
+    def auto() -> str:
+        if distributed:
+            return resolve_precision("auto", device, config.model.width)
+        return auto_precision(config, tokenizer, device)
+
+    precision = run_precision(config.train.precision, device, trained, auto)
     return dataclasses.replace(config, train=dataclasses.replace(config.train, precision=precision))
 
 

@@ -11,9 +11,11 @@ sums, nmt/model/loss.py), and the statistics of layer norm and softmax, which to
 bf16 kernels keep in float32. fp16 (CUDA only) keeps autocast with a gradient scaler.
 
 `auto` is bf16 where the device multiplies bf16 natively (a CUDA GPU that supports it, a
-CPU with AMX or AVX-512 BF16) and the model is wide enough to gain from it
-(nmt/model/device.py), fp32 elsewhere. A run resumed under `auto` on another device keeps
-the precision it trained in where that device computes it natively (`run_precision`).
+CPU with AMX or AVX-512 BF16), the model is wide enough to be a candidate
+(nmt/model/device.py) and, on a CPU, a probe of its own training step finds bf16 faster
+(nmt/translate/auto_precision.py); fp32 elsewhere. A run resumed under `auto` on another
+device keeps the precision it trained in where that device computes it natively
+(`run_precision`).
 """
 
 from __future__ import annotations
@@ -21,29 +23,35 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+from collections.abc import Callable
 
 import torch
 from torch import nn
 
 from nmt.errors import UserError
-from nmt.model.device import BF16_MIN_WIDTH, cpu_has_fast_bf16, resolve_precision
+from nmt.model.device import cpu_has_fast_bf16, native_bf16, resolve_precision
 
 log = logging.getLogger("nmt")
 
 DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def run_precision(asked: str, device: torch.device, width: int, trained: str | None) -> str:
-    """The precision a run trains in on `device`: train.precision (`asked`) made definite
-    for a model `width` wide. Resumed under auto from a run that trained in `trained`, it
-    keeps that where the device computes it natively (fp32 everywhere), and otherwise
-    continues in what auto makes of this device, with a notice: the master weights and the
-    optimizer's state are float32 in every precision, so only the arithmetic changes."""
-    chosen = resolve_precision(asked, device, width)
-    if asked != "auto" or trained is None or trained == chosen:
-        return chosen
-    if trained == "fp32" or resolve_precision("auto", device, BF16_MIN_WIDTH) == trained:
+def run_precision(
+    asked: str, device: torch.device, trained: str | None, auto: Callable[[], str]
+) -> str:
+    """The precision a run trains in on `device`: train.precision (`asked`), with `auto()`
+    (nmt/translate/auto_precision.py) where it is auto. Resumed under auto from a run that
+    trained in `trained`, it keeps that where the device computes it natively (fp32
+    everywhere), and otherwise continues in what auto makes of this device, with a notice:
+    the master weights and the optimizer's state are float32 in every precision, so only
+    the arithmetic changes."""
+    if asked != "auto":
+        return asked
+    if trained == "fp32" or trained == "bf16" and native_bf16(device):
         return trained
+    chosen = auto()
+    if trained is None or trained == chosen:
+        return chosen
     log.info(
         "notice: this run trained in %s under train.precision auto, which %s does not compute "
         "natively; it continues in %s (the master weights are float32 in both).",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from nmt.checkpoint import checkpoint_file, load_checkpoint, restore_model
 from nmt.config import ConfigError, DecodeConfig, Experiment
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
-from nmt.model.device import resolve_device, resolve_precision
+from nmt.model.device import resolve_device
 from nmt.search import Ensemble
 from nmt.translate.quantize import quantize as quantize_model
 
@@ -61,14 +61,13 @@ def in_precision(
     model: torch.nn.Module,
     precision: str,
     quantize: str | None,
-    device: torch.device,
-    width: int,
+    auto: Callable[[], str],
     named: str,
 ) -> torch.nn.Module:
     """`model` as search computes with it under decode.precision (`named` in messages:
     precision_named): bf16 weights (so bf16 activations, search summing scores in float32),
-    or as it is; `auto` is bf16 where `device` multiplies it natively and the model is
-    `width` wide enough to gain from it (nmt/model/device.py), unless the weights are int8."""
+    or as it is; `auto` is what `auto()` makes of it (training's answer for this model on
+    this device: nmt/translate/auto_precision.py), unless the weights are int8."""
     if quantize is not None:
         if precision == "bf16":
             raise UserError(
@@ -76,7 +75,7 @@ def in_precision(
                 "compute in int8 and float32): choose one (--precision fp32 keeps int8 alone)."
             )
         return model
-    if resolve_precision(precision, device, width) == "bf16":
+    if (auto() if precision == "auto" else precision) == "bf16":
         return model.to(torch.bfloat16)
     return model
 

@@ -20,6 +20,7 @@ from nmt.cores import available_cores
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.translate import pivot as pivoting
+from nmt.translate.auto_precision import auto_precision
 from nmt.translate.constraints import (
     TextConstraints,
     parse_constraints,
@@ -255,7 +256,8 @@ def _loaded(cls, checkpoints, device, quantize, attention_layer, workers, decode
     model, tokenizer, config, device = load_model(checkpoints, device, quantize, attention_layer)
     settings = decode_settings(config.decode, decode)
     named = precision_named(settings, decode, "the checkpoint's")
-    model = in_precision(model, settings.precision, quantize, device, config.model.width, named)
+    auto = functools.partial(auto_precision, config, tokenizer, device)
+    model = in_precision(model, settings.precision, quantize, auto, named)
     if workers is None:
         workers = available_cores() if device.type == "cpu" else 1
     first, best = checkpoint_paths(checkpoints)[0], settings.shortlist

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import tiny_experiment, tiny_train_args
+from conftest import probe_finds, tiny_experiment, tiny_train_args
 from nmt.checkpoint import load_checkpoint
 from nmt.config import config_differences, config_to_dict
 from nmt.errors import UserError
@@ -120,9 +120,11 @@ def test_a_run_from_before_a_key_existed_resumes_and_a_changed_key_is_named(corp
 
 
 def on_a_cpu(monkeypatch, fast_bf16: bool) -> None:
-    """Fakes the CPU flags that auto and Precision read: with AVX-512 BF16 or without."""
+    """Fakes the CPU flags that auto and Precision read: with AVX-512 BF16 or without; and
+    where bf16 is native, a probe that finds it faster."""
     for module in ("nmt.model.device", "nmt.train.precision"):
         monkeypatch.setattr(f"{module}.cpu_has_fast_bf16", lambda: fast_bf16)
+    probe_finds(monkeypatch, fp32=1.0, bf16=0.5)
 
 
 @pytest.mark.parametrize("started, resumed", [("bf16", "fp32"), ("fp32", "fp32"), ("bf16", "bf16")])
