@@ -6,8 +6,9 @@ but a bf16 step also casts, copies and runs elementwise work that fp32 does not,
 model gains depends on its shapes and on the CPU: RNNsearch trained 1.5x faster in bf16 than
 in fp32 on an AMD EPYC with AVX-512 BF16 and 16% slower on an Intel Xeon with AMX. So where
 bf16 is native and the model wide enough to be a candidate (nmt/model/device.py), `auto`
-times the model's own forward and backward passes on a batch of its training size
-(train.batch_tokens, random pieces) in both precisions, alternating, and takes bf16 only
+times the model's own training step (forward, backward and the update, through the master
+weights in bf16) on a batch of its training size (train.batch_tokens, random pieces) in both
+precisions, alternating, and takes bf16 only
 where it is faster by MARGIN. The probe takes seconds; its answer is kept per CPU, torch
 version, thread count and model shape (PROBE_FILE in the cache directory), so a rerun, a
 resume and search under `--precision auto` reuse it. A CUDA GPU with bf16 takes it without
@@ -32,14 +33,18 @@ from nmt.config import Experiment, config_to_dict
 from nmt.data.splits import cache_dir
 from nmt.data.tokenizer import Tokenizer
 from nmt.model.device import cpu_name, resolve_precision
+from nmt.model.master_weights import MasterWeights
 from nmt.model.seq2seq import Seq2Seq, build_model
 
 log = logging.getLogger("nmt")
 
 PROBE_FILE = "precision.json"
 MARGIN = 1.05  # bf16 must be this much faster; within it fp32, exact and the smaller
-ROUNDS = 3  # timed rounds of each precision, after one that warms up
-LENGTH = 24  # pieces a sentence of the probe's batch, source and target
+# Pieces a sentence, one length a round, the first round warming up: as in training, each
+# step's batch has a shape of its own, so the cost of preparing kernels for a new shape
+# (bf16's is the greater) counts as it does there.
+LENGTHS = (20, 24, 28, 32, 36)
+Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -102,24 +107,50 @@ def probe_key(config: Experiment, tokenizer: Tokenizer) -> str:
 
 
 def time_steps(model: Seq2Seq, batch_tokens: int, sizes: tuple[int, int]) -> StepTimes:
-    """The model's forward and backward pass on a batch of random pieces (vocabularies of
-    `sizes`, source and target) holding `batch_tokens` target pieces, timed in fp32 and in a
-    bf16 copy, alternating so that a change of the machine's pace meets both."""
-    sentences = max(1, batch_tokens // LENGTH)
+    """A training step of `model` on a batch of random pieces (vocabularies of `sizes`,
+        source and target) holding `batch_tokens` target pieces, timed as training takes it in
+        each precision: forward and backward, then Adam's update (fused, as nmt/train/optim.py
+        builds it; a learning rate of 0 leaves the weights as they are), in bf16 through the
+        float32 master weights; alternating, so that a change of the machine's pace meets both,
+    one batch shape a round (LENGTHS)."""
     generator = torch.Generator().manual_seed(0)
-    src = torch.randint(4, sizes[0], (sentences, LENGTH), generator=generator)
-    tgt = torch.randint(4, sizes[1], (sentences, LENGTH + 1), generator=generator)
-    lengths = torch.full((sentences,), LENGTH)
-    models = {"fp32": model.train(), "bf16": copy.deepcopy(model).to(torch.bfloat16)}
-    seconds: dict[str, list[float]] = {name: [] for name in models}
-    for round_ in range(ROUNDS + 1):
-        for name, computing in models.items():
+    batches = [_batch(length, batch_tokens, sizes, generator) for length in LENGTHS]
+    master = copy.deepcopy(model).train()
+    weights = MasterWeights(master, torch.bfloat16)
+    adam = {
+        "fp32": torch.optim.Adam(model.train().parameters(), lr=0.0, fused=True),
+        "bf16": torch.optim.Adam(master.parameters(), lr=0.0, fused=True),
+    }
+
+    def fp32(batch: Batch) -> None:
+        model(*batch).backward()
+        adam["fp32"].step()
+        adam["fp32"].zero_grad(set_to_none=True)
+
+    def bf16(batch: Batch) -> None:
+        weights.compute(*batch).backward()
+        weights.unscale_(adam["bf16"])
+        weights.step(adam["bf16"])
+
+    seconds: dict[str, list[float]] = {"fp32": [], "bf16": []}
+    for round_, batch in enumerate(batches):
+        for name, step in (("fp32", fp32), ("bf16", bf16)):
             started = time.perf_counter()
-            computing(src, lengths, tgt[:, :-1], tgt[:, 1:]).backward()
+            step(batch)
             if round_:
                 seconds[name].append(time.perf_counter() - started)
-            computing.zero_grad(set_to_none=True)
     return StepTimes(statistics.median(seconds["fp32"]), statistics.median(seconds["bf16"]))
+
+
+def _batch(
+    length: int, batch_tokens: int, sizes: tuple[int, int], generator: torch.Generator
+) -> Batch:
+    """(src, src_lengths, tgt_in, tgt_out) of sentences `length` pieces long holding
+    `batch_tokens` target pieces."""
+    sentences = max(1, batch_tokens // length)
+    src = torch.randint(4, sizes[0], (sentences, length), generator=generator)
+    tgt = torch.randint(4, sizes[1], (sentences, length + 1), generator=generator)
+    return src, torch.full((sentences,), length), tgt[:, :-1], tgt[:, 1:]
 
 
 def _read(path: Path) -> dict:

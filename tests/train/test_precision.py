@@ -13,9 +13,10 @@ from nmt.data.batching import make_batch
 from nmt.data.corpus import Corpus
 from nmt.errors import UserError
 from nmt.model.device import cpu_has_fast_bf16, resolve_precision
+from nmt.model.master_weights import MasterWeights
 from nmt.model.seq2seq import build_model
 from nmt.train.experiment import train_experiment
-from nmt.train.precision import MasterWeights, Precision
+from nmt.train.precision import Precision
 from nmt.train.trainer import Trainer
 from nmt.translate.translator import Translator
 
