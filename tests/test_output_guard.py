@@ -8,59 +8,36 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
+from pair_kinds import shared_kinds
 
-from conftest import (
-    TINY_TRANSFORMER,
-    nmt,
-    tiny_experiment,
-    write_checkpoint,
-    write_marian_model,
-)
+from conftest import nmt
 
 SOURCES = "the dog sees the cat.\na small bird sleeps.\n"
 GERMAN = "der Hund sieht die Katze.\nein Vogel schläft.\n"
 
 
 @pytest.fixture(scope="module")
-def made(tmp_path_factory, corpus_dir, tokenizer):
-    """Untrained tiny models (en-de, a de-en to chain, a Transformer with a shortlist, its
-    CTranslate2 export, a Marian model to import) and the text files the commands read."""
+def made(tmp_path_factory):
+    """The pairwise test's models (tests/pair_kinds.py: an RNNsearch, its chain's second
+    model, a Transformer with its shortlist and CTranslate2 export, a Marian model to
+    import) and the text files the commands read."""
+    pytest.importorskip("ctranslate2")
+    pytest.importorskip("transformers")
+    kinds = shared_kinds(tmp_path_factory)
     directory = tmp_path_factory.mktemp("guarded")
     files = {
-        "checkpoint": write_checkpoint(
-            directory / "en-de.pt", tiny_experiment(corpus_dir), tokenizer
-        ),
-        "then": write_checkpoint(
-            directory / "de-en.pt",
-            tiny_experiment(corpus_dir, "data.src_lang=de", "data.tgt_lang=en"),
-            tokenizer,
-            seed=1,
-        ),
-        "transformer": write_checkpoint(
-            directory / "transformer.pt",
-            tiny_experiment(corpus_dir, *TINY_TRANSFORMER),
-            tokenizer,
-        ),
+        "checkpoint": kinds["rnnsearch"].checkpoint,
+        "then": kinds["chain"].then,
+        "transformer": kinds["transformer"].checkpoint,
+        "shortlist": kinds["transformer"].checkpoint.with_suffix(".shortlist.pt"),
+        "ct2": kinds["ctranslate2"].model,
+        "marian": kinds["marian"].checkpoint.parent / "opus-mt-en-de",
     }
     for name, text in (("src", SOURCES), ("tgt", GERMAN), ("terms", "\n\n"), ("prefix", "\n\n")):
         files[name] = directory / name
         files[name].write_text(text, "utf-8")
-    built = nmt("shortlist", "--checkpoint", files["transformer"], "--data", corpus_dir)
-    assert built.returncode == 0, built.stderr
-    files["shortlist"] = next(directory.glob("transformer*shortlist*"))
-    pytest.importorskip("ctranslate2")
-    exported = nmt(
-        "export", "--format", "ctranslate2", "--checkpoint", files["transformer"],
-        "--output", directory / "ct2",
-    )  # fmt: skip
-    assert exported.returncode == 0, exported.stderr
-    files["ct2"] = directory / "ct2"
-    pytest.importorskip("transformers")
-    files["marian"] = write_marian_model(directory / "opus-mt-en-de", corpus_dir)
     return files
 
 
@@ -181,13 +158,14 @@ def test_a_link_to_the_process_output_is_written_into_not_replaced(made, tmp_pat
     output is a regular file, where a rename is otherwise what replacing does."""
     link, captured = tmp_path / "stdout", tmp_path / "captured.txt"
     link.symlink_to("/proc/self/fd/1")
-    with captured.open("w") as stdout:
-        ran = subprocess.run(
-            [sys.executable, "-m", "nmt", *map(str, translate(made)), "--output", str(link)],
-            stdout=stdout,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+    saved = os.dup(1)
+    try:
+        with captured.open("w") as stdout:
+            os.dup2(stdout.fileno(), 1)  # this process's standard output: the file
+            ran = nmt(*translate(made), "--output", link)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
     assert ran.returncode == 0, ran.stderr
     assert len(captured.read_text("utf-8").splitlines()) == 2
     assert link.is_symlink() and os.readlink(link) == "/proc/self/fd/1"
