@@ -29,6 +29,12 @@ from nmt.version import __version__
 # before torch computes anything.
 os.environ.setdefault("LRU_CACHE_CAPACITY", "16")
 os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "64")
+# torch's threads (GNU OpenMP) spin 300,000 times waiting for work before they sleep. Alone
+# on its cores a process loses nothing if they spin 1,000 times instead; beside another
+# process, spinning threads take the cores the other's threads wait for: two trainings on 2
+# cores each ran at 21-23% of one alone, and at 51-57% with 1,000 (docs/results.md, "Two
+# jobs on one machine"). Read when torch loads, so set before it is imported.
+os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 
 __all__ = [
     "Translator",

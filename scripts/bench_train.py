@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import nmt  # noqa: F401 - before torch, as the command does: nmt/__init__.py's settings for it
+
 ROOT = Path(__file__).resolve().parents[1]
 MULTI30K = ROOT.parent / "shared" / "data" / "multi30k"
 

@@ -72,20 +72,18 @@ def test_import_nmt_is_light_and_names_its_api():
         nmt.no_such_name  # noqa: B018
 
 
+SET_BY_IMPORT = ("LRU_CACHE_CAPACITY", "ONEDNN_PRIMITIVE_CACHE_CAPACITY", "GOMP_SPINCOUNT")
+
+
 @pytest.mark.parametrize(
-    ("given", "expected"), [({}, "16 64"), ({"LRU_CACHE_CAPACITY": "3"}, "3 64")]
+    ("given", "expected"),
+    [({}, "16 64 1000"), ({"LRU_CACHE_CAPACITY": "3", "GOMP_SPINCOUNT": "5"}, "3 64 5")],
 )
-def test_import_nmt_bounds_onednns_caches_unless_told(given, expected):
-    """Each cache holds megabytes per matrix shape; a bf16 run meets hundreds of shapes."""
-    code = (
-        "import os, nmt; "
-        "print(os.environ['LRU_CACHE_CAPACITY'], os.environ['ONEDNN_PRIMITIVE_CACHE_CAPACITY'])"
-    )
-    environment = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("LRU_CACHE_CAPACITY", "ONEDNN_PRIMITIVE_CACHE_CAPACITY")
-    }
+def test_import_nmt_bounds_onednns_caches_and_openmps_spinning_unless_told(given, expected):
+    """Each cache holds megabytes per matrix shape, as a bf16 run meets hundreds of shapes;
+    threads that spin long take the cores another process's threads wait for."""
+    code = f"import os, nmt; print(*(os.environ[key] for key in {SET_BY_IMPORT}))"
+    environment = {key: value for key, value in os.environ.items() if key not in SET_BY_IMPORT}
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=environment | given
     )
