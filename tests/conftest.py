@@ -396,20 +396,22 @@ def write_marian_model(directory: Path, corpus: Path, seed: int = 0, pad_bias: f
     return directory
 
 
-def probe_finds(monkeypatch, fp32: float, bf16: float) -> list:
-    """Fakes the precision probe's timings (seconds a step in each precision), its answers
-    kept in a cache of their own (no other test's); the list it returns grows by one entry
-    each time the probe runs."""
-    import tempfile
-
+@pytest.fixture
+def probe_finds(monkeypatch, tmp_path):
+    """A function that fakes the precision probe's timings (seconds a step in each
+    precision), its answers kept in a cache of their own (no other test's); the list it
+    returns grows by one entry each time the probe runs."""
     from nmt.translate.auto_precision import StepTimes
 
-    monkeypatch.setenv("NMT_CACHE", tempfile.mkdtemp(prefix="probe-"))
-    probed: list = []
+    def finds(fp32: float, bf16: float) -> list:
+        probed: list = []
 
-    def timed(model, batch_tokens, sizes):
-        probed.append((model, batch_tokens, sizes))
-        return StepTimes(fp32, bf16)
+        def timed(model, batch_tokens, sizes):
+            probed.append((model, batch_tokens, sizes))
+            return StepTimes(fp32, bf16)
 
-    monkeypatch.setattr("nmt.translate.auto_precision.time_steps", timed)
-    return probed
+        monkeypatch.setenv("NMT_CACHE", str(tmp_path / f"probe-{fp32}-{bf16}"))
+        monkeypatch.setattr("nmt.translate.auto_precision.time_steps", timed)
+        return probed
+
+    return finds

@@ -8,7 +8,7 @@ import logging
 import pytest
 import torch
 
-from conftest import nmt, probe_finds, tiny_experiment
+from conftest import nmt, tiny_experiment
 from nmt.data.batching import make_batch
 from nmt.data.corpus import Corpus
 from nmt.errors import UserError
@@ -139,13 +139,13 @@ def test_resume_is_bit_identical_in_bf16(tmp_path, corpus_dir):
     ids=["narrow", "bf16 faster", "bf16 no faster"],
 )
 def test_auto_is_the_default_and_the_run_says_what_it_chose(
-    tmp_path, corpus_dir, monkeypatch, width, bf16_seconds, expected
+    tmp_path, corpus_dir, monkeypatch, probe_finds, width, bf16_seconds, expected
 ):
     """tests/tiny.yaml leaves train.precision at its default; on a CPU with native bf16,
     auto trains in what a probe of the model's step finds faster (here faked)."""
     for module in ("nmt.model.device", "nmt.train.precision"):
         monkeypatch.setattr(f"{module}.cpu_has_fast_bf16", lambda: True)
-    probe_finds(monkeypatch, fp32=1.0, bf16=bf16_seconds)
+    probe_finds(fp32=1.0, bf16=bf16_seconds)
     run = tmp_path / "run"
     ran = nmt("train", "--config", "tests/tiny.yaml", "--run-dir", run,
               "--set", f"data.path={corpus_dir}", "--set", f"model.decoder.emb_dim={width}",

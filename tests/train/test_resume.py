@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import probe_finds, tiny_experiment, tiny_train_args
+from conftest import tiny_experiment, tiny_train_args
 from nmt.checkpoint import load_checkpoint
 from nmt.config import config_differences, config_to_dict
 from nmt.errors import UserError
@@ -119,26 +119,26 @@ def test_a_run_from_before_a_key_existed_resumes_and_a_changed_key_is_named(corp
         check_resumable(payload, config, Path("run/last.pt"))
 
 
-def on_a_cpu(monkeypatch, fast_bf16: bool) -> None:
+def on_a_cpu(monkeypatch, probe_finds, fast_bf16: bool) -> None:
     """Fakes the CPU flags that auto and Precision read: with AVX-512 BF16 or without; and
     where bf16 is native, a probe that finds it faster."""
     for module in ("nmt.model.device", "nmt.train.precision"):
         monkeypatch.setattr(f"{module}.cpu_has_fast_bf16", lambda: fast_bf16)
-    probe_finds(monkeypatch, fp32=1.0, bf16=0.5)
+    probe_finds(fp32=1.0, bf16=0.5)
 
 
 @pytest.mark.parametrize("started, resumed", [("bf16", "fp32"), ("fp32", "fp32"), ("bf16", "bf16")])
 def test_auto_resumes_on_another_cpu_in_a_precision_it_computes(
-    tmp_path, corpus_dir, monkeypatch, caplog, started, resumed
+    tmp_path, corpus_dir, monkeypatch, probe_finds, caplog, started, resumed
 ):
     """A run of train.precision auto keeps the precision it resolved where the CPU computes
     it natively (fp32 always), else continues in the CPU's own with a notice; the master
     weights are float32 either way, so no "different config" refusal."""
     keys = ["model.decoder.emb_dim=128", "train.valid_every=2"]  # wide enough for bf16
-    on_a_cpu(monkeypatch, fast_bf16=started == "bf16")
+    on_a_cpu(monkeypatch, probe_finds, fast_bf16=started == "bf16")
     train_experiment(tiny_experiment(corpus_dir, *keys, "train.max_steps=2"), tmp_path)
     assert load_checkpoint(tmp_path / "last.pt")["config"]["train"]["precision"] == started
-    on_a_cpu(monkeypatch, fast_bf16=resumed == "bf16" or started == "fp32")
+    on_a_cpu(monkeypatch, probe_finds, fast_bf16=resumed == "bf16" or started == "fp32")
     with caplog.at_level(logging.INFO, logger="nmt"):
         again = tiny_experiment(corpus_dir, *keys, "train.max_steps=4")
         assert train_experiment(again, tmp_path, resume=True).step == 4

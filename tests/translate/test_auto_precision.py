@@ -6,7 +6,7 @@ it was, and search under --precision auto follows training's answer."""
 import pytest
 import torch
 
-from conftest import probe_finds, tiny_experiment, write_checkpoint
+from conftest import tiny_experiment, write_checkpoint
 from nmt.translate.auto_precision import MARGIN, PROBE_FILE, StepTimes, auto_precision, time_steps
 from nmt.translate.translator import Translator
 
@@ -30,11 +30,11 @@ def test_bf16_is_chosen_only_where_it_is_faster_by_the_margin(fp32, bf16, expect
 
 @pytest.mark.parametrize("bf16, expected", [(0.5, "bf16"), (1.3, "fp32")])
 def test_the_probe_decides_and_is_asked_once(
-    native, monkeypatch, corpus_dir, tokenizer, bf16, expected
+    native, probe_finds, corpus_dir, tokenizer, bf16, expected
 ):
     """A model where bf16 loses trains in fp32; a second run of the same model and CPU
     reuses the answer, a model of another shape is probed again."""
-    probed = probe_finds(monkeypatch, fp32=1.0, bf16=bf16)
+    probed = probe_finds(fp32=1.0, bf16=bf16)
     config = tiny_experiment(corpus_dir, WIDE)
     assert auto_precision(config, tokenizer, CPU) == expected
     assert auto_precision(config, tokenizer, CPU) == expected
@@ -47,8 +47,10 @@ def test_the_probe_decides_and_is_asked_once(
     assert len(probed) == 2
 
 
-def test_the_answer_is_kept_in_the_cache_directory(native, monkeypatch, corpus_dir, tokenizer):
-    probe_finds(monkeypatch, fp32=1.0, bf16=0.5)
+def test_the_answer_is_kept_in_the_cache_directory(
+    native, monkeypatch, probe_finds, corpus_dir, tokenizer
+):
+    probe_finds(fp32=1.0, bf16=0.5)
     config = tiny_experiment(corpus_dir, WIDE)
     cache = corpus_dir.parent / "probe-cache"
     monkeypatch.setenv("NMT_CACHE", str(cache))
@@ -58,10 +60,10 @@ def test_the_answer_is_kept_in_the_cache_directory(native, monkeypatch, corpus_d
 
 @pytest.mark.parametrize("flags, width", [(False, "128"), (True, "64")], ids=["emulated", "narrow"])
 def test_nothing_is_probed_where_fp32_is_no_question(
-    monkeypatch, corpus_dir, tokenizer, flags, width
+    monkeypatch, probe_finds, corpus_dir, tokenizer, flags, width
 ):
     monkeypatch.setattr("nmt.model.device.cpu_has_fast_bf16", lambda: flags)
-    probed = probe_finds(monkeypatch, fp32=1.0, bf16=0.1)
+    probed = probe_finds(fp32=1.0, bf16=0.1)
     config = tiny_experiment(corpus_dir, f"model.decoder.emb_dim={width}")
     assert auto_precision(config, tokenizer, CPU) == "fp32" and probed == []
 
@@ -84,10 +86,9 @@ def test_the_probe_times_both_precisions_and_leaves_the_random_state(
 
 @pytest.mark.parametrize("bf16, dtype", [(0.5, torch.bfloat16), (2.0, torch.float32)])
 def test_search_under_auto_follows_the_probe(
-    native, monkeypatch, corpus_dir, tokenizer, tmp_path, bf16, dtype
+    native, probe_finds, corpus_dir, tokenizer, tmp_path, bf16, dtype
 ):
-    monkeypatch.setenv("NMT_CACHE", str(tmp_path))
-    probe_finds(monkeypatch, fp32=1.0, bf16=bf16)
+    probe_finds(fp32=1.0, bf16=bf16)
     checkpoint = write_checkpoint(tmp_path / "m.pt", tiny_experiment(corpus_dir, WIDE), tokenizer)
     translator = Translator.load(checkpoint, precision="auto", workers=1)
     assert next(translator.model.parameters()).dtype == dtype
