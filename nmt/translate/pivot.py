@@ -204,14 +204,24 @@ def routed_stream(
     (`routed` a chunk of lines at a time, constraints and prefixes read in step); None
     where none can, for the plain path to serve. Either way the route is checked first
     (routing.check_route), so an impossible one is refused before any line is read."""
+    pivoting = _pivoting(translator, decode, tgt_lang, src_lang)
+    if pivoting is None:
+        return None
+    tuned, target = pivoting
+    args = (lines, target, src_lang, wanted, constraints, prefix, chunk, done, first)
+    return _chunks(tuned, *args)
+
+
+def _pivoting(translator: Any, decode: Any, tgt_lang: str | None, src_lang: str | None):
+    """(the translator decoding under `decode`, the target language) where some line may
+    go through a pivot, after routing.check_route; None where none can."""
     target = target_of(translator, tgt_lang)
     check_route(translator, decode, target, src_lang)
     if target is None or not routes_any(translator, decode, target):
         return None
     tuned = copy.copy(translator)
     tuned.decode = decode
-    args = (lines, target, src_lang, wanted, constraints, prefix, chunk, done, first)
-    return _chunks(tuned, *args)
+    return tuned, target
 
 
 def _chunks(translator, lines, target, src_lang, wanted, constraints, prefix, chunk, done, first):
@@ -239,12 +249,10 @@ def scored(
     """Translator.score's answer where some pair may go through a pivot under `decode`, by
     the rule search ranks paths with, each pair routed as translate routes its source; None
     where the plain score serves all."""
-    target = target_of(translator, tgt_lang)
-    check_route(translator, decode, target, src_lang)
-    if target is None or not routes_any(translator, decode, target):
+    pivoting = _pivoting(translator, decode, tgt_lang, src_lang)
+    if pivoting is None:
         return None
-    tuned = copy.copy(translator)
-    tuned.decode = decode
+    tuned, target = pivoting
     routes = line_routes(tuned, decode, sources, target, src_lang)
     if not any(routes):
         return None
