@@ -229,6 +229,30 @@ def main() -> None:
 
 
 MATMULS = {"aten::mm", "aten::addmm", "aten::addmm_", "aten::bmm", "aten::baddbmm"}
+# Each operator's class by its name without "aten::" (exactly, or by a prefix ending in
+# "*"); the rest are "other": where a step's time goes beside the products.
+OP_CLASSES = {
+    "products": {"mm", "addmm", "addmm_", "bmm", "baddbmm", "linear", "matmul", "mkldnn*"},
+    "fused attention": {"_scaled_dot_product*"},
+    "casts and copies": {"copy_", "_to_copy", "to", "clone", "contiguous", "cat", "stack"},
+    "dropout masks": {"random_", "bernoulli_", "uniform_", "rand", "ge", "lt", "native_dropout"},
+    "normalisation, softmax, loss": {"native_layer_norm*", "layer_norm", "_softmax*",
+                                     "_log_softmax*", "nll_loss*", "logsumexp"},
+    "optimizer": {"_fused_adam*", "_foreach*"},
+    "reductions and indexing": {"sum", "mean", "max", "gather", "scatter_add_", "index*",
+                                "embedding*", "masked_fill_", "where"},
+    "elementwise": {"mul", "mul_", "add", "add_", "sub", "rsub", "div", "div_", "sigmoid*",
+                    "tanh*", "relu", "threshold_backward", "gelu*", "silu*", "exp*", "fill_",
+                    "zero_", "neg", "pow", "clamp*"},
+}  # fmt: skip
+
+
+def op_class(name: str) -> str:
+    base = name.removeprefix("aten::")
+    for kind, names in OP_CLASSES.items():
+        if base in names or any(n.endswith("*") and base.startswith(n[:-1]) for n in names):
+            return kind
+    return "other"
 
 
 def profile_steps(trainer, batches) -> dict:
@@ -248,8 +272,13 @@ def profile_steps(trainer, batches) -> dict:
     total = sum(e.self_cpu_time_total for e in events)
     matmul = sum(e.self_cpu_time_total for e in events if e.key in MATMULS)
     top = sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:12]
+    classes: dict[str, float] = {}
+    for event in events:
+        name = op_class(event.key)
+        classes[name] = classes.get(name, 0.0) + event.self_cpu_time_total / 1000 / len(batches)
     return {
         "matmul_share": round(matmul / total, 3),
+        "ms_per_step_by_class": {k: round(v, 1) for k, v in sorted(classes.items())},
         "ops_per_step": round(sum(e.count for e in events) / len(batches)),
         "top_ops_ms_per_step": {
             e.key: round(e.self_cpu_time_total / 1000 / len(batches), 2) for e in top
