@@ -33,7 +33,7 @@ def test_the_examples_of_docs_python_md_run(tmp_path, monkeypatch, capsys):
     for block in blocks:
         exec(compile(block, str(DOCS), "exec"), namespace)
     printed = capsys.readouterr().out
-    assert "stopped at step 200: train.max_steps (200) reached" in printed
+    assert "stopped at step 100: train.max_steps (100) reached" in printed
     assert "['de']" in printed
     assert "checkpoint runs/missing/best.pt does not exist: name a .pt file" in printed
     assert "config key 'decode.nbest': must be <= beam (2) unless sampling, got 3" in printed
