@@ -30,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from nmt.errors import UserError
+
 log = logging.getLogger(__name__)
 
 MAX_PATIENCE = 0.1  # seconds: the longest a free worker waits for a previous batch's clients
@@ -155,10 +157,14 @@ class MicroBatcher:
 
 
 def _settle(future: asyncio.Future, result: Any = None, error: Exception | None = None) -> None:
-    """Answers a job unless its request has gone (client disconnected: future cancelled)."""
+    """Answers a job unless its request has gone (client disconnected: future cancelled).
+    A UserError is the request's own (answered with a 4xx): one line, no traceback."""
     if future.done():
         return
-    if error is not None:
+    if isinstance(error, UserError):
+        log.info("request refused: %s", error)
+        future.set_exception(error)
+    elif error is not None:
         log.error("decoding failed: %r", error, exc_info=error)
         future.set_exception(error)
     else:

@@ -1,11 +1,13 @@
 """The micro-batching queue on its own: who is batched with whom, and who gets what."""
 
 import asyncio
+import logging
 import threading
 import time
 
 import pytest
 
+from nmt.errors import UserError
 from nmt.serve.microbatch import MicroBatcher
 
 
@@ -72,6 +74,23 @@ def test_one_failing_request_does_not_fail_its_neighbours():
     assert results[0] == ["a:1"] and results[2] == ["a:3"]
     with pytest.raises(ValueError, match="cannot decode 'bad'"):
         raise results[1]
+
+
+def test_a_refused_request_is_the_clients_error_and_logs_no_traceback(caplog):
+    """A UserError (answered 4xx) is noted in one line; a bug is logged with its traceback."""
+
+    def refusing(key, items):
+        if "bad" in items:
+            raise UserError("--through en: en is the source's language")
+        raise RuntimeError("a bug")
+
+    with caplog.at_level(logging.INFO, logger="nmt.serve.microbatch"):
+        results = run_batches(MicroBatcher(refusing, window=0.0), [("a", ["bad"]), ("b", [1])])
+    assert isinstance(results[0], UserError) and isinstance(results[1], RuntimeError)
+    refused, bug = (r for r in caplog.records if r.name == "nmt.serve.microbatch")
+    assert refused.levelno == logging.INFO and refused.exc_info is None
+    assert "--through en" in refused.getMessage()
+    assert bug.levelno == logging.ERROR and bug.exc_info is not None
 
 
 def test_an_empty_request_needs_no_decoding():
