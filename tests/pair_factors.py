@@ -56,7 +56,8 @@ TAKES = {
     "translate": set(FACTORS),
     "python": set(FACTORS) - {"stdio"},
     "eval": DECODING | {"through", "max_constraints"},
-    "score": {"ensemble", "workers", "through", "precision", "zero_shot", "candidates", "batch"},
+    "score": {"ensemble", "workers", "through", "precision", "zero_shot", "candidates", "batch"}
+    | {"src_lang"},
     "distill": DECODING | {"int8"},  # every direction: no pivot between them (REFUSALS)
     "serve": set(FACTORS) - {"ensemble", "batch", "sampling", "stdio"},
 }

@@ -114,8 +114,9 @@ def run_command(case: dict, kinds: dict[str, Built], files: Path, tmp_path: Path
     if kind.tgt_lang and entry != "distill":  # distill translates every direction
         args += ["--tgt-lang", kind.tgt_lang]
     output, plots, stdin = tmp_path / "out", tmp_path / "plots", None
-    if entry == "translate":
+    if entry in ("translate", "score"):
         args += ["--src-lang", src_lang(case)] if src_lang(case) else []
+    if entry == "translate":
         args += ["--quantize", "int8"] * case["int8"]
         args += ["--alignments"] * case["alignments"] + ["--attention-plots", plots] * case["plots"]
         args += ["--constraints", files / "constraints"] * bool(case["constraints"])
@@ -142,7 +143,9 @@ def run_command(case: dict, kinds: dict[str, Built], files: Path, tmp_path: Path
         found = translator(case, kinds).translate(LINES, tgt_lang=kind.tgt_lang)
         assert output.read_text("utf-8").splitlines() == [t.text for t in found]
     elif entry == "score":
-        scored = translator(case, kinds).score(LINES, REFERENCES, tgt_lang=kind.tgt_lang)
+        scored = translator(case, kinds).score(
+            LINES, REFERENCES, tgt_lang=kind.tgt_lang, src_lang=src_lang(case)
+        )
         check.scores(output.read_text("utf-8").splitlines(), scored)
     else:
         check.distilled(output, translator(case, kinds))
