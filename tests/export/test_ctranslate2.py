@@ -405,7 +405,7 @@ def test_a_batch_goes_in_one_call_and_only_overruns_go_again(corpus_dir, tokeniz
     model = RecordingCTranslate2(tokenizer.tgt.pieces([5])[0])
     translator = CTranslate2Translator(model, tokenizer, config, decode)
     sources = [[7] * n for n in range(1, 7)]  # limits 2, 3, 5, 6, 8, 9
-    found = translator._search(sources, decode)
+    found = translator.search(sources, decode)
     assert model.calls == [(6, 9), (1, 3), (1, 5), (1, 6), (1, 8)]
     assert [len(hypotheses[0].tokens) for hypotheses in found] == [2, 3, 5, 6, 8, 9]
 
