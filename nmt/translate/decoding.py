@@ -3,6 +3,8 @@ always take), with the settings of `decode`."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from nmt.config import DecodeConfig
@@ -15,6 +17,29 @@ from nmt.search.hypothesis import Columns
 from nmt.translate.shortlist import Shortlist
 
 _PRIME = 1_000_003  # mixes decode.seed and a line's number into its sampling seed
+
+
+@dataclass(frozen=True)
+class ModelSearch:
+    """`search_batch` for one model, as the pipeline calls a search (nmt/translate/
+    pipeline.py: src_ids, decode, lines, constraints -> each source's hypotheses)."""
+
+    model: torch.nn.Module
+    tokenizer: Tokenizer
+    attention: bool
+    shortlist: Shortlist | None
+
+    def __call__(self, src_ids, decode, lines, constraints) -> list[list[Hypothesis]]:
+        return search_batch(
+            self.model,
+            self.tokenizer,
+            src_ids,
+            decode,
+            lines,
+            constraints,
+            attention=self.attention,
+            shortlist=self.shortlist,
+        )
 
 
 def search_batch(

@@ -26,7 +26,7 @@ from nmt.translate.constraints import (
     parse_constraints,
     prefix_text,
 )
-from nmt.translate.decoding import search_batch
+from nmt.translate.decoding import ModelSearch
 from nmt.translate.loading import (
     PathLike,
     checkpoint_paths,
@@ -39,7 +39,7 @@ from nmt.translate.loading import (
 from nmt.translate.pair_scores import Target, check_targets, score_pairs
 from nmt.translate.pipeline import CHUNK_LINES, Numbering, Wanted, per_sentence, translate_stream
 from nmt.translate.results import PairScore, Translation
-from nmt.translate.routing import meeting
+from nmt.translate.routing import meeting, source_languages
 from nmt.translate.shortlist import Shortlist, translation_shortlist
 
 Constraining = TextConstraints | Mapping[str, Any] | None
@@ -123,7 +123,7 @@ class Translator:
 
     @property
     def source_languages(self) -> list[str]:
-        return sorted({source for source, _ in self.config.data.pairs})
+        return source_languages(self)
 
     @property
     def target_languages(self) -> list[str]:
@@ -202,13 +202,7 @@ class Translator:
         if routed is not None:
             return routed
         tokenizer = self.towards(tgt_lang)
-        search = functools.partial(
-            search_batch,
-            self.model,
-            tokenizer,
-            attention=alignments or attention,
-            shortlist=self.shortlist,
-        )
+        search = ModelSearch(self.model, tokenizer, alignments or attention, self.shortlist)
         return translate_stream(
             lines,
             tokenizer,

@@ -4,7 +4,7 @@ import torch
 from conftest import make_translator, tiny_model
 from nmt.data.demo import generate_pairs
 from nmt.search import greedy_search, max_lengths
-from nmt.translate import translator as translator_module
+from nmt.translate import decoding as decoding_module
 
 
 def test_one_line_out_per_line_in_with_blank_lines_kept(tiny_config, tokenizer):
@@ -127,6 +127,6 @@ def test_a_failing_batch_fails_the_call(tiny_config, tokenizer, monkeypatch):
     def broken(model, tokenizer, src_ids, decode, lines, constraints, **options):
         raise RuntimeError(f"the batch of lines {lines}")
 
-    monkeypatch.setattr(translator_module, "search_batch", broken)
+    monkeypatch.setattr(decoding_module, "search_batch", broken)
     with pytest.raises(RuntimeError, match="the batch of lines"):
         translator.translate(SENTENCES)
