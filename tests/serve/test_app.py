@@ -10,7 +10,7 @@ from serving import serving_app
 from conftest import make_translator, tiny_experiment, two_way_tokenizer
 from nmt.serve.catalog import ServedModel
 from nmt.serve.server import Limits, create_app
-from nmt.translate import translator as translator_module
+from nmt.translate import decoding as decoding_module
 
 SENTENCES = ["the dog sees the cat.", "we sleep because a very small bird has slept."]
 
@@ -18,10 +18,10 @@ SENTENCES = ["the dog sees the cat.", "we sleep because a very small bird has sl
 def test_ranks_the_search_left_empty_are_padded_and_say_so(monkeypatch, tiny_config, tokenizer):
     translator = make_translator(tiny_config, tokenizer)
     found = translator.translate(SENTENCES, beam=3, nbest=3, alignments=True)
-    search = translator_module.search_batch  # one hypothesis per sentence, as a tiny
+    search = decoding_module.search_batch  # one hypothesis per sentence, as a tiny
     # vocabulary may leave
     monkeypatch.setattr(
-        translator_module,
+        decoding_module,
         "search_batch",
         lambda *args, **options: [h[:1] for h in search(*args, **options)],
     )
