@@ -1,8 +1,9 @@
 """scripts/recipe_multi30k.sh end to end, on a small corpus laid out as Multi30k's files:
 train two teachers, choose the ensemble's beam and length penalty on valid, score it on
-test, distil the training sources with it, train the two students on them, choose their
-settings on valid, score them on test, and through CTranslate2 with int8 weights, and
-test them against the ensemble; run again, and everything finished is kept."""
+test, distil the training sources with it, train the two student shapes on the distilled
+corpus alone and on it with the original pairs, choose their settings on valid, score them
+on test, and through CTranslate2 with int8 weights, test them against the ensemble and count
+their repetitions; run again, and everything finished is kept."""
 
 import json
 import os
@@ -67,6 +68,7 @@ def test_the_recipe_runs_every_stage_and_keeps_what_it_finished(tmp_path, corpus
     runs = tmp_path / "runs"
     grid = ("--beams", "1 3", "--alphas", "1.0")  # the default's 2 x 4 costs 6 more evaluations
     args = ("en-de", "--data", corpus, "--models", 2, "--minutes", 2, "--runs", runs, *grid)
+    args += ("--students", "base shallow")  # on both corpora, the default with --data
     first = recipe(*args, *set_options(*SMALL))
     assert first.returncode == 0, first.stderr
     for seed in (1, 2):
@@ -74,35 +76,42 @@ def test_the_recipe_runs_every_stage_and_keeps_what_it_finished(tmp_path, corpus
         config = yaml.safe_load((runs / f"seed{seed}" / "config.yaml").read_text())
         assert config["train"]["seed"] == seed and config["train"]["max_minutes"] == 1
     assert "2 models x 1 minutes" in first.stderr
-    assert first.stderr.count(": valid BLEU ") == 6  # beam 1 and 3, alpha 1.0; 3 systems
-    chosen = first.stderr.split("on test, ")[1].split("\n")[0]  # e.g. "beam 3, alpha 1.0"
+    assert first.stderr.count(": valid BLEU ") == 10  # beam 1 and 3, alpha 1.0; 5 systems
+    chosen = first.stderr.split("on valid and test, ")[1].split("\n")[0]  # e.g. "beam 3, alpha 1.0"
     assert chosen.startswith("beam ")
     manifest = json.loads((runs / "distilled" / "manifest.json").read_text())
     assert manifest["complete"] and len(manifest["settings"]["teachers"]) == 2
     assert (runs / "distilled" / "train.de").read_text() != (corpus / "train.de").read_text()
     shallow = yaml.safe_load((runs / "student_shallow" / "config.yaml").read_text())["model"]
     assert (shallow["encoder"]["layers"], shallow["decoder"]["layers"]) == (6, 1)
-    for student in ("base", "shallow"):
-        config = yaml.safe_load((runs / f"student_{student}" / "config.yaml").read_text())
+    students = ("student_base", "student_base_mixed", "student_shallow", "student_shallow_mixed")
+    for student in students:
+        config = yaml.safe_load((runs / student / "config.yaml").read_text())
         assert config["data"]["path"] == str(runs / "distilled")
+        mixed = [str(corpus)] if student.endswith("_mixed") else None
+        assert config["data"]["extra_train"] == mixed  # the original pairs, or none
         assert config["train"]["max_minutes"] == 0.5  # a quarter of --minutes under 30
     headings = [line for line in first.stdout.splitlines() if line.endswith("test:")]
-    assert len(headings) == 5  # the ensemble; each student, and through CTranslate2
-    assert first.stdout.count("nrefs:1") >= 15 and "TER" in first.stdout  # with signatures
+    assert len(headings) == 9  # the ensemble; each student, and through CTranslate2
+    assert sum(line.endswith("valid:") for line in first.stdout.splitlines()) == 5
+    assert first.stdout.count("nrefs:1") >= 27 and "TER" in first.stdout  # with signatures
     assert "minutes per stage" in first.stderr and "min  distillation" in first.stderr
     scores, speeds = first.stdout.split("beam-5 speed on test (whole processes):\n")
     compared = scores.split("the students against the ensemble, test (paired bootstrap):\n")[1]
     kept = [runs / "ensemble.test.de", runs / "student_base" / "test.de"]
-    kept += [runs / "student_shallow" / "ctranslate2.test.de"]
+    kept += [runs / "student_shallow_mixed" / "ctranslate2.test.de"]
     assert all(str(path) in compared for path in kept) and "p(BLEU)" in compared
-    assert len(speeds.splitlines()) == 7 and speeds.count(" sentences/s, BLEU ") == 7
-    assert speeds.count(", alpha 1.0\n") == 7  # each at the alpha chosen, not its config's 1.4
-    assert "student shallow, CTranslate2 int8: " in speeds
+    repetition = compared.split("repeat a word 4-gram (valid, test):\n")[1].splitlines()
+    assert [line.split(":")[0].strip() for line in repetition] == ["ensemble", *students]
+    assert all(" of 30, test " in line and line.endswith(" of 30") for line in repetition)
+    assert len(speeds.splitlines()) == 13 and speeds.count(" sentences/s, BLEU ") == 13
+    assert speeds.count(", alpha 1.0\n") == 13  # each at the alpha chosen, not its config's 1.4
+    assert "student_shallow_mixed, CTranslate2 int8: " in speeds
     # a rerun keeps what is finished (students are kept by the same code as teachers)
     again = recipe(*args, "--students", "", *set_options(*SMALL))
     assert again.returncode == 0, again.stderr
     assert again.stderr.count("finished before, kept") == 2
-    assert again.stdout == scores.split("student base")[0]
+    assert again.stdout == scores.split("student_base")[0]
 
 
 @pytest.mark.parametrize(
@@ -118,6 +127,8 @@ def test_the_recipe_runs_every_stage_and_keeps_what_it_finished(tmp_path, corpus
         (["de-en", "--alphas", "x"], "--alphas must be numbers separated by spaces"),
         (["de-en", "--students", "deep"], "--students names base and shallow only"),
         (["de-en", "--student-minutes", "0"], "--student-minutes must be a positive number"),
+        (["de-en", "--student-data", "both"], "--student-data names distilled and mixed only"),
+        (["de-en", "--student-data", "mixed"], "--student-data mixed needs --data DIR"),
         (["de-en", "--speeds", "maybe"], "--speeds must be yes or no"),
     ],
 )
