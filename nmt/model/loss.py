@@ -66,8 +66,10 @@ def _chunked(
     """The summed loss (and, if asked, the gradients of it) chunk by chunk, without a host sync.
 
     Runs outside autocast: products and the softmax's exponentials in the features' dtype
-    (bf16's halve the bytes through the largest tensor of a step), their sums, the loss and
-    the gradients' sums in float32.
+    (bf16's halve the bytes through the largest tensor of a step); the loss and the
+    gradients' sums in float32. The sums over a [rows, V] chunk are summed by the kernel in
+    float32 and rounded once to the features' dtype: asking for a float32 result instead
+    makes torch copy the whole chunk to float32 first, which cost bf16 a twelfth of its step.
     """
     vocab, padded = weight.size(0), -(-weight.size(0) // ALIGN) * ALIGN
     dtype = features.dtype
@@ -93,7 +95,7 @@ def _chunked(
             target_logit = logits.gather(1, target).float()
             peak = logits.amax(-1, keepdim=True)
             exps = logits.sub_(peak).exp_()  # in place: one pass over the logits, one exp
-            sums = exps.sum(-1, keepdim=True, dtype=torch.float32)  # the statistics: float32
+            sums = exps.sum(-1, keepdim=True).float()
             mean_logit = chunk.float() @ mean_weight[:, None] + mean_bias
             per_token = peak.float() + sums.log() - (1 - smoothing) * target_logit
             loss += (per_token - smoothing * mean_logit).masked_fill(~keep, 0).sum()
@@ -109,7 +111,7 @@ def _chunked(
                 grad_weight.addmm_(grad_logits.t(), chunk)
             else:  # bf16: the product on bf16's units, summed in float32
                 grad_weight += grad_logits.t() @ chunk
-            grad_bias += grad_logits.float().sum(0)
+            grad_bias += grad_logits.sum(0)
         if not gradients:
             return (loss,)
         grad_weight[:vocab] -= smoothing / vocab * (real * features.float()).sum(0)
