@@ -24,6 +24,7 @@ from nmt.cli.decoding_options import (
     HypOption,
     InputOption,
     KeptOutputOption,
+    MarkupOption,
     ModelDirOption,
     PrefixOption,
     SplitOption,
@@ -72,6 +73,7 @@ def translate(
     tgt_lang: TgtLangOption = None,
     src_lang: SrcLangOption = None,
     then: ThenOption = None,
+    markup: MarkupOption = None,
     decode: dict | None = None,
 ) -> None:
     """Translate text with a checkpoint: one output line per input line, in input order.
@@ -87,6 +89,7 @@ def translate(
       nmt translate --checkpoint runs/demo/best.pt --quantize int8 --input test.en
       nmt translate --engine ctranslate2 --model exported/demo_transformer --input test.en
       nmt translate --checkpoint runs/demo/best.pt --input test.en --constraints terms.jsonl
+      nmt translate --checkpoint runs/demo/best.pt --markup html --input page.html
     """
 
     def action() -> None:
@@ -94,8 +97,10 @@ def translate(
         from nmt.translate.lines import FileLines, InputLines, write_translations
 
         _check_engine_options(
-            engine, checkpoint, model, decode, alignments, attention_plots, attention_layer, then
-        )
+            engine, checkpoint, model, decode, alignments, attention_plots, attention_layer, then,
+            markup,
+        )  # fmt: skip
+        _check_markup(markup, decode, alignments, attention_plots, constraints, prefix)
         if output is not None:  # the inputs options name, before the slow work
             given = [("--input", input), ("--constraints", constraints), ("--prefix", prefix)]
             inputs = [*given, *checkpoint_inputs(checkpoint), *checkpoint_inputs(then, "--then")]
@@ -134,6 +139,7 @@ def translate(
                     constraints=terms,
                     prefixes=starts,
                     src_lang=src_lang,
+                    markup=markup,
                 )
 
     guarded(action)
@@ -186,6 +192,7 @@ def _check_engine_options(
     attention_plots: Path | None,
     attention_layer: int | None,
     then: Path | None = None,
+    markup: str | None = None,
 ) -> None:
     """Refuses what the chosen engine cannot do: each reads its own kind of model."""
     if engine == "torch":
@@ -212,12 +219,41 @@ def _check_engine_options(
         "--attention-plots": attention_plots is not None,
         "--attention-layer": attention_layer is not None,
         "--then": then is not None,
+        "--markup": markup is not None,  # tags follow the attention's word alignments
     }
     refused = [option for option, given in unsupported.items() if given]
     if refused:
         raise UserError(
             f"--engine ctranslate2 runs greedy and beam search without attention, so "
             f"{' and '.join(refused)} need the --checkpoint the model was exported from."
+        )
+
+
+def _check_markup(
+    markup: str | None,
+    decode: dict,
+    alignments: bool,
+    attention_plots: Path | None,
+    constraints: Path | None,
+    prefix: Path | None,
+) -> None:
+    """Refuses what a marked-up line cannot have: its output is one line with its tags,
+    made of several sentences' translations."""
+    if markup is None:
+        return
+    refused = {
+        "--alignments": alignments,
+        "--attention-plots": attention_plots is not None,
+        "--constraints": constraints is not None,
+        "--prefix": prefix is not None,
+        "--nbest": (decode.get("nbest") or 1) > 1,
+    }
+    named = [option for option, given in refused.items() if given]
+    if named:
+        raise UserError(
+            f"--markup writes each line once, with its tags, from the translations of the "
+            f"sentences it holds, so {' and '.join(named)} cannot go with it (they name one "
+            "sentence's translation); leave them out, or translate plain text without --markup."
         )
 
 

@@ -41,6 +41,16 @@ TranslationsOutputOption = Annotated[
 AlignmentsOption = Annotated[
     bool, typer.Option(help="Append ' ||| ' and word alignments 'i-j' (source-target).")
 ]
+MarkupOption = Annotated[
+    Literal["html", "xml"] | None,
+    typer.Option(
+        metavar="html|xml",
+        help="Each input line is marked up: its tags are kept, put back around the words "
+        "that translate the words they wrapped; blocks such as <p> and sentences are "
+        'translated one by one, and code, translate="no" and class="notranslate" '
+        "elements copied untouched.",
+    ),
+]
 AttentionPlotsOption = Annotated[
     Path | None,
     typer.Option(

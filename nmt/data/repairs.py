@@ -20,16 +20,14 @@ import re
 import ftfy
 
 from nmt.config import CleanConfig
+from nmt.data import markup
 
 URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
 # a tag: <name ...>, </name>, <name/>, or a comment; not a lone "<" or "a < b > c"
 TAG = re.compile(r"<!--.*?-->|</?([A-Za-z][A-Za-z0-9]*)\b[^<>]*>", re.DOTALL)
 REFERENCE = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6});")
 # tags inside a line of text, which part no words: "<b>Hund</b>." is "Hund."
-INLINE = frozenset({
-    "a", "abbr", "b", "bdi", "bdo", "cite", "code", "em", "font", "i", "mark", "q", "s",
-    "small", "span", "strong", "sub", "sup", "u",
-})  # fmt: skip
+INLINE = markup.INLINE | markup.VERBATIM
 
 
 def repaired(src: str, tgt: str, config: CleanConfig) -> tuple[str, str, tuple[str, ...]]:

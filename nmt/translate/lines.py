@@ -22,10 +22,12 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
+from nmt.data.markup import MarkupKind
 from nmt.errors import UserError
 from nmt.reads import record
 from nmt.terminal import ProgressLine
 from nmt.translate.constraints import ConstraintError
+from nmt.translate.markup import marked_stream
 from nmt.translate.pipeline import CHUNK_LINES
 from nmt.translate.results import Translation
 
@@ -149,11 +151,13 @@ def write_translations(
     prefixes: FileLines | None = None,
     chunk: int | None = CHUNK_LINES,
     src_lang: str | None = None,
+    markup: MarkupKind | None = None,
 ) -> None:
     """Translates the input group by group (see InputLines), `chunk` lines at a time, and
     writes each translation as it comes. `constraints` and `prefixes` hold one entry per
     input line (--constraints, --prefix); translations that miss their constraints (the
-    length limit left no room) are counted in a warning on stderr."""
+    length limit left no room) are counted in a warning on stderr. `markup`: each line is
+    HTML or XML, translated sentence by sentence with its tags kept."""
     if plot_dir is not None:
         try:
             plot_dir.mkdir(parents=True, exist_ok=True)
@@ -163,17 +167,23 @@ def write_translations(
     index, missed, nbest = 0, [], translator.decode.nbest
     try:
         for group in source.groups():
-            translations = translator.stream(
-                group,
-                alignments=alignments,
-                attention=plot_dir is not None,
-                constraints=constraints,
-                prefix=prefixes,
-                chunk=chunk,
-                done=progress.advance,
-                first=index,
-                src_lang=src_lang,
-            )
+            if markup is not None:
+                translations = marked_stream(
+                    translator, group, markup, chunk=chunk, done=progress.advance, first=index,
+                    src_lang=src_lang,
+                )  # fmt: skip
+            else:
+                translations = translator.stream(
+                    group,
+                    alignments=alignments,
+                    attention=plot_dir is not None,
+                    constraints=constraints,
+                    prefix=prefixes,
+                    chunk=chunk,
+                    done=progress.advance,
+                    first=index,
+                    src_lang=src_lang,
+                )
             try:
                 for translation in translations:
                     for line in format_translation(index, translation, nbest, alignments):

@@ -54,6 +54,9 @@ class Translation:
     src_ids: list[int]
     nbest: list[Candidate]
     truncated: bool = False  # the source was cut at decode.max_src_len subwords
+    # a marked-up line's (nmt/translate/markup.py): each of its sentences as translated, in
+    # plain text with its word alignment; nbest then holds the line with its tags, once
+    sentences: tuple[Translation, ...] = ()
 
     @property
     def text(self) -> str:

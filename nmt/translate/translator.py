@@ -17,6 +17,7 @@ import torch
 
 from nmt.config import DecodeConfig, Experiment
 from nmt.cores import available_cores
+from nmt.data.markup import MarkupKind
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.translate import pivot as pivoting
@@ -36,6 +37,7 @@ from nmt.translate.loading import (
     precision_named,
     tokenizer_towards,
 )
+from nmt.translate.markup import check_marked_options, marked_stream
 from nmt.translate.pair_scores import Target, check_targets, score_pairs
 from nmt.translate.pipeline import CHUNK_LINES, Numbering, Wanted, per_sentence, translate_stream
 from nmt.translate.results import PairScore, Translation
@@ -146,14 +148,21 @@ class Translator:
         *,
         constraints: Constraining | Sequence[Constraining] = None,
         prefix: str | Sequence[str | None] | None = None,
+        markup: MarkupKind | None = None,
         **options: Any,
     ) -> Translation | list[Translation]:
         """Translates one sentence (a str: one Translation) or a list (one each, in order),
         sorted by length into batches all together. `constraints` ({"include": [phrases],
         "exclude": [phrases]}, or one per sentence) and `prefix` (the text a translation
-        starts with, or one per sentence): nmt/search/constraints.py; the rest: `stream`'s."""
+        starts with, or one per sentence): nmt/search/constraints.py; `markup` ("html" or
+        "xml"): each text is marked up, translated sentence by sentence with its tags kept
+        (nmt/translate/markup.py); the rest: `stream`'s."""
         single = isinstance(sentences, str)
         lines = [sentences] if single else _sentences(sentences)
+        if markup is not None:
+            check_marked_options(constraints=constraints, prefix=prefix, **options)
+            found = list(marked_stream(self, lines, markup, chunk=None, **options))
+            return found[0] if single else found
         guides = per_sentence(constraints, lines, single, "constraints", parse_constraints)
         starts = per_sentence(prefix, lines, single, "prefix", prefix_text)
         found = list(self.stream(lines, constraints=guides, prefix=starts, chunk=None, **options))

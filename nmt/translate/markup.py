@@ -1,0 +1,136 @@
+"""Translating marked-up lines (`nmt translate --markup html|xml`, `markup=` in Python, the
+server's "markup"): each line is cut into sentences and tags (nmt/data/markup.py), the
+sentences are translated with their word alignments, and each tag is put back around the
+target words aligned to the words it wrapped.
+
+A paragraph's plain text is cut into sentences by sentencex (Wikimedia's splitter, rules for
+some 240 languages, by the source language's code), never inside a tag around words.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from sentencex import segment
+
+from nmt.data.markup import MarkupError, MarkupKind, Sentence, parse, project
+from nmt.errors import UserError
+from nmt.search import Hypothesis
+from nmt.translate.pipeline import CHUNK_LINES
+from nmt.translate.results import Candidate, Translation
+
+MARKUPS: tuple[MarkupKind, ...] = ("html", "xml")
+
+
+def sentence_splitter(language: str | None) -> Callable[[str], list[str]]:
+    """A paragraph -> its sentences (their concatenation is the paragraph)."""
+    code = language or "en"
+    return lambda text: list(segment(code, text))
+
+
+def parsed_line(line: str, markup: MarkupKind, split: Callable[[str], list[str]], number: int):
+    """A line's parts; malformed XML is a UserError naming the line and column."""
+    try:
+        return parse(line, markup, split)
+    except MarkupError as error:
+        raise UserError(
+            f"input line {number + 1}, column {error.column}: not well-formed XML "
+            f"({str(error).split(': ', 1)[1]}); close each element in order, or translate "
+            "it with --markup html, which accepts unclosed tags."
+        ) from None
+
+
+def check_marked_options(**options: Any) -> None:
+    """Refuses the options that name one sentence's translation, which a marked-up text,
+    several sentences joined with their tags, does not have."""
+    given = {
+        "constraints": options.get("constraints") is not None,
+        "prefix": options.get("prefix") is not None,
+        "alignments": bool(options.get("alignments")),
+        "attention": bool(options.get("attention")),
+        "nbest": (options.get("nbest") or 1) > 1,
+    }
+    named = [name for name, present in given.items() if present]
+    if named:
+        raise UserError(
+            f"markup= gives each text once, with its tags, from the translations of the "
+            f"sentences it holds, so {', '.join(named)} cannot go with it; each sentence's "
+            "own translation and alignment are in Translation.sentences."
+        )
+
+
+def marked_stream(
+    translator: Any,
+    lines: Iterable[str],
+    markup: MarkupKind,
+    *,
+    chunk: int | None = CHUNK_LINES,
+    done: Callable[[int], None] | None = None,
+    first: int = 0,
+    src_lang: str | None = None,
+    **options: Any,
+) -> Iterator[Translation]:
+    """Each marked-up line's Translation, in order, `chunk` lines at a time: its text is the
+    translation with the line's tags, and `sentences` holds each sentence's own Translation
+    (plain text, with its word alignment). `options`: `translator.stream`'s."""
+    language = src_lang or (translator.source_languages or [None])[0]
+    split = sentence_splitter(language)
+    numbers = itertools.count(first)
+    lines = iter(lines)
+    while batch := list(itertools.islice(lines, chunk or None)):
+        parsed = [parsed_line(line, markup, split, next(numbers)) for line in batch]
+        sentences = [part for parts in parsed for part in parts if isinstance(part, Sentence)]
+        owners = [
+            first + index
+            for index, parts in enumerate(parsed)
+            for part in parts
+            if isinstance(part, Sentence)
+        ]
+        found = translator.stream(
+            [sentence.text.strip() for sentence in sentences],
+            alignments=True,
+            chunk=None,
+            first=owners,
+            src_lang=src_lang,
+            **options,
+        )
+        translated = iter(list(found))
+        for line, parts in zip(batch, parsed, strict=True):
+            yield _joined(line, parts, translated)
+        if done is not None:
+            done(len(batch))
+        first += len(batch)
+
+
+def _joined(line: str, parts: Sequence, translated: Iterator[Translation]) -> Translation:
+    """A line's Translation from its parts and the translations of its sentences."""
+    text, own = [], []
+    for part in parts:
+        if not isinstance(part, Sentence):
+            text.append(part)
+            continue
+        translation = next(translated)
+        own.append(translation)
+        text.append(project(part, translation.text, alignment_pairs(translation.alignment)))
+    hypotheses = [t.hypotheses[0] for t in own if t.nbest]
+    merged = Hypothesis(
+        tokens=[token for h in hypotheses for token in h.tokens],
+        score=sum(h.score for h in hypotheses),
+        attention=None,
+        steps=sum(h.steps for h in hypotheses),
+    )
+    score = sum(t.score for t in own)
+    candidate = Candidate("".join(text), score, merged)
+    truncated = any(t.truncated for t in own)
+    return Translation(line, [], [candidate], truncated=truncated, sentences=tuple(own))
+
+
+def alignment_pairs(alignment: str | None) -> list[tuple[int, int]]:
+    """Pharaoh 'i-j ...' -> [(i, j), ...]."""
+    pairs = []
+    for pair in (alignment or "").split():
+        source, target = pair.split("-")
+        pairs.append((int(source), int(target)))
+    return pairs

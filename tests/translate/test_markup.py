@@ -1,0 +1,71 @@
+"""Marked-up text through a trained demo model: the tags come back around the words that
+translate the words they wrapped, and the words are those of the plain translation."""
+
+import re
+
+import pytest
+
+from conftest import nmt
+from nmt.data.markup import plain
+from nmt.errors import UserError
+from nmt.translate.translator import Translator
+
+TAGGED = [  # (marked-up English, the German words each tag must wrap)
+    ('<b>a woman</b> sees <a href="#d">the small dog</a>.', ["eine Frau", "den kleinen Hund"]),
+    ("they say that <i>the flower</i> has laughed.", ["die Blume"]),
+    ("<p>I bring <b>the cities</b> back. They sleep.</p>", ["die Städte"]),
+]
+
+
+@pytest.fixture(scope="module")
+def translator(demo_rnnsearch):
+    return Translator.load(demo_rnnsearch)
+
+
+@pytest.mark.parametrize("line, wrapped", TAGGED)
+def test_tags_come_back_around_the_words_that_translate_them(translator, line, wrapped):
+    marked = translator.translate(line, markup="html")
+    sentences = [translator.translate(s.source).text for s in marked.sentences]
+    assert plain(marked.text).split() == " ".join(sentences).split()  # the plain words
+    inside = re.findall(r"<(?:b|i|a)\b[^>]*>(.*?)</(?:b|i|a)>", marked.text)
+    assert inside == wrapped
+    assert re.findall(r"<[^>]+>", marked.text) == re.findall(r"<[^>]+>", line)  # in order
+
+
+def test_a_paragraph_is_translated_sentence_by_sentence(translator):
+    marked = translator.translate("<p>I bring the cities back. They sleep.</p>", markup="html")
+    assert [s.source for s in marked.sentences] == ["I bring the cities back.", "They sleep."]
+    assert marked.text.startswith("<p>") and marked.text.endswith("</p>")
+    assert all(s.alignment for s in marked.sentences)
+
+
+def test_options_that_name_one_sentences_translation_are_refused(translator):
+    for options in ({"nbest": 2}, {"alignments": True}, {"constraints": {"include": ["x"]}}):
+        with pytest.raises(UserError, match="cannot go with it"):
+            translator.translate("a <b>dog</b>.", markup="html", **options)
+
+
+def test_the_command_keeps_each_lines_tags_and_refuses_what_cannot_go_with_markup(
+    demo_rnnsearch, tmp_path
+):
+    source = tmp_path / "page.html"
+    lines = [line for line, _ in TAGGED] + ['<div translate="no">keep me</div>', ""]
+    source.write_text("\n".join(lines) + "\n", "utf-8")
+    ran = nmt("translate", "--checkpoint", demo_rnnsearch, "--markup", "html", "--input", source)
+    assert ran.returncode == 0, ran.stderr
+    output = ran.stdout.splitlines()
+    assert len(output) == len(lines) and output[3] == lines[3] and output[4] == ""
+    for line, translated in zip(lines, output, strict=True):
+        assert re.findall(r"<[^>]+>", translated) == re.findall(r"<[^>]+>", line)
+    refused = nmt("translate", "--checkpoint", demo_rnnsearch, "--markup", "html", "--alignments",
+                  input="a dog.\n")  # fmt: skip
+    assert refused.returncode == 2 and "--alignments cannot go with it" in refused.stderr
+    broken = nmt("translate", "--checkpoint", demo_rnnsearch, "--markup", "xml",
+                 input="fine\n<b>a dog</i>\n")  # fmt: skip
+    assert broken.returncode == 2
+    assert "input line 2, column 9: not well-formed XML (</i> where </b>" in broken.stderr
+
+
+def test_ctranslate2_cannot_place_tags_without_attention(tmp_path):
+    ran = nmt("translate", "--engine", "ctranslate2", "--model", tmp_path, "--markup", "html")
+    assert ran.returncode == 2 and "--markup need the --checkpoint" in ran.stderr
