@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 
@@ -72,6 +72,12 @@ class TranslateRequest(BaseModel):
         description="The id of another served model that translates on from this model's "
         "translations: a chain of two (de-en, then en-cs), tgt_lang the second's; the "
         "model's chains list them.",
+    )
+    markup: Literal["html", "xml"] | None = Field(
+        None,
+        description="src is marked up: its sentences are translated one by one and each tag "
+        "is put back around the words that translate the words it wrapped (as nmt translate "
+        "--markup); not with n_best > 1, alignments, attention, constraints or prefix.",
     )
 
     @field_validator("src", "prefix")

@@ -19,6 +19,7 @@ import torch
 
 from nmt.checkpoint import checkpoint_file
 from nmt.config import DecodeConfig
+from nmt.data.markup import MarkupKind
 from nmt.errors import UserError
 from nmt.serve.api import MAX_BEAM, excerpt
 from nmt.translate.constraints import TextConstraints
@@ -203,21 +204,29 @@ def translate_items(
     batch_size: int,
     tgt_lang: str | None = None,
     src_lang: str | None = None,
+    markup: MarkupKind | None = None,
 ) -> list:
-    """One list of n-best answers (dicts, best first) per item, in order."""
+    """One list of n-best answers (dicts, best first) per item, in order; `markup`: each
+    item's src is marked up (then none asks for what names one sentence's translation)."""
+    asked = {}
+    if markup is None:
+        asked = dict(
+            alignments=any(item.alignments for item in items),
+            attention=any(item.attention for item in items),
+            constraints=[item.constraints for item in items],
+            prefix=[item.prefix for item in items],
+        )
     translations = translator.translate(
         [item.src for item in items],
         beam=decode.beam,
         nbest=decode.nbest,
         through=decode.through,
         src_lang=src_lang,
-        alignments=any(item.alignments for item in items),
-        attention=any(item.attention for item in items),
         batch_size=batch_size,
-        constraints=[item.constraints for item in items],
-        prefix=[item.prefix for item in items],
         tgt_lang=tgt_lang,
         first=[item.line for item in items],
+        markup=markup,
+        **asked,
     )
     return [
         answers(item, translation, decode.nbest)
@@ -231,7 +240,7 @@ def answers(item: Item, translation: Translation, nbest: int) -> list[dict]:
     blank text, score 0. The search may find fewer than `nbest` (a tiny vocabulary, every
     continuation banned): the ranks it left empty get blank text and score None, so that
     the answer, laid out by rank, has every rank for every input."""
-    if not translation.src_ids:
+    if not translation.src_ids and not translation.nbest:  # blank (a marked-up src has one)
         return [_empty(item, nbest, False, 0.0) for _ in range(nbest)]
     result = []
     for candidate in translation.nbest:

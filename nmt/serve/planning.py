@@ -8,6 +8,7 @@ from fastapi import HTTPException
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 
+from nmt.data.markup import MarkupError, parse
 from nmt.serve.api import TranslateRequest, excerpt
 from nmt.serve.catalog import Item, ServedModel, chained
 from nmt.translate.constraints import ConstraintError, check_constraints, parse_constraints
@@ -54,6 +55,10 @@ def plan(
             raise invalid(index, error.field, error.detail, given) from None
         if problem := writer.language_error(request.tgt_lang):
             raise invalid(index, "tgt_lang", problem, request.tgt_lang)
+        if request.markup is not None and (problem := markup_conflict(request, decode.nbest)):
+            raise invalid(index, "markup", problem, request.markup)
+        if request.markup == "xml" and (problem := xml_error(request.src)):
+            raise invalid(index, "src", problem, excerpt(request.src))
         wanted = request.constraints.model_dump() if request.constraints is not None else None
         try:  # against the settings of the model that writes the translation: a chain's second
             check_constraints(
@@ -73,9 +78,38 @@ def plan(
             parse_constraints(wanted),
             request.prefix,
         )
-        key = (model.id, decode, request.tgt_lang, request.src_lang, request.then)
+        key = (model.id, decode, request.tgt_lang, request.src_lang, request.then, request.markup)
         groups.setdefault(key, []).append((index, item))
     return groups, nbest or 1
+
+
+def markup_conflict(request: TranslateRequest, nbest: int) -> str | None:
+    """What cannot go with markup: the fields that name one sentence's translation, which a
+    marked-up src, several sentences joined with their tags, does not have."""
+    given = {
+        "n_best > 1": nbest > 1,
+        "alignments": request.alignments,
+        "attention": request.attention,
+        "constraints": request.constraints is not None,
+        "prefix": request.prefix is not None,
+    }
+    named = [name for name, present in given.items() if present]
+    if not named:
+        return None
+    return (
+        f"a marked-up src is answered once, with its tags, from the translations of the "
+        f"sentences it holds, so {', '.join(named)} cannot go with markup: leave them out, "
+        "or send plain text"
+    )
+
+
+def xml_error(src: str) -> str | None:
+    """Why src is not well-formed XML, naming line and column, or None."""
+    try:
+        parse(src, "xml")
+    except MarkupError as error:
+        return f"not well-formed XML at {error}: close each element in order, or send markup html"
+    return None
 
 
 def _chain_end(

@@ -92,6 +92,7 @@ def create_app(
             limits.max_batch,
             key[2],
             key[3],
+            key[5],
         ),
         window=limits.window,
         max_batch=limits.max_batch,

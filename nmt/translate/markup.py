@@ -18,7 +18,7 @@ from sentencex import segment
 from nmt.data.markup import MarkupError, MarkupKind, Sentence, parse, project
 from nmt.errors import UserError
 from nmt.search import Hypothesis
-from nmt.translate.pipeline import CHUNK_LINES
+from nmt.translate.pipeline import CHUNK_LINES, Numbering
 from nmt.translate.results import Candidate, Translation
 
 MARKUPS: tuple[MarkupKind, ...] = ("html", "xml")
@@ -68,23 +68,29 @@ def marked_stream(
     *,
     chunk: int | None = CHUNK_LINES,
     done: Callable[[int], None] | None = None,
-    first: int = 0,
+    first: Numbering = 0,
     src_lang: str | None = None,
     **options: Any,
 ) -> Iterator[Translation]:
     """Each marked-up line's Translation, in order, `chunk` lines at a time: its text is the
     translation with the line's tags, and `sentences` holds each sentence's own Translation
-    (plain text, with its word alignment). `options`: `translator.stream`'s."""
+    (plain text, with its word alignment). `first`: as `stream`'s, the number of the first
+    line or each line's own (errors name it, and a line's sentences sample by it);
+    `options`: `translator.stream`'s."""
     language = src_lang or (translator.source_languages or [None])[0]
     split = sentence_splitter(language)
-    numbers = itertools.count(first)
+    numbers = itertools.count(first) if isinstance(first, int) else iter(first)
     lines = iter(lines)
     while batch := list(itertools.islice(lines, chunk or None)):
-        parsed = [parsed_line(line, markup, split, next(numbers)) for line in batch]
+        numbered = [next(numbers) for _ in batch]
+        parsed = [
+            parsed_line(line, markup, split, number)
+            for line, number in zip(batch, numbered, strict=True)
+        ]
         sentences = [part for parts in parsed for part in parts if isinstance(part, Sentence)]
         owners = [
-            first + index
-            for index, parts in enumerate(parsed)
+            number
+            for number, parts in zip(numbered, parsed, strict=True)
             for part in parts
             if isinstance(part, Sentence)
         ]
@@ -101,7 +107,6 @@ def marked_stream(
             yield _joined(line, parts, translated)
         if done is not None:
             done(len(batch))
-        first += len(batch)
 
 
 def _joined(line: str, parts: Sequence, translated: Iterator[Translation]) -> Translation:
@@ -124,7 +129,8 @@ def _joined(line: str, parts: Sequence, translated: Iterator[Translation]) -> Tr
     score = sum(t.score for t in own)
     candidate = Candidate("".join(text), score, merged)
     truncated = any(t.truncated for t in own)
-    return Translation(line, [], [candidate], truncated=truncated, sentences=tuple(own))
+    src_ids = [token for t in own for token in t.src_ids]
+    return Translation(line, src_ids, [candidate], truncated=truncated, sentences=tuple(own))
 
 
 def alignment_pairs(alignment: str | None) -> list[tuple[int, int]]:

@@ -11,6 +11,7 @@ from conftest import make_translator, tiny_experiment, two_way_tokenizer
 from nmt.serve.catalog import ServedModel
 from nmt.serve.server import Limits, create_app
 from nmt.translate import decoding as decoding_module
+from nmt.translate.translator import Translator
 
 SENTENCES = ["the dog sees the cat.", "we sleep because a very small bird has slept."]
 
@@ -144,6 +145,25 @@ REFUSALS = {
             "send whole characters",
         ),
     ),
+    "markup with what names one sentence's translation": (
+        [{"src": "a <b>b</b>", "id": "demo", "markup": "html", "alignments": True}],
+        422,
+        (
+            ["body", 0, "markup"],
+            "a marked-up src is answered once, with its tags, from the translations of the "
+            "sentences it holds, so alignments cannot go with markup: leave them out, or send "
+            "plain text",
+        ),
+    ),
+    "XML that is not well-formed": (
+        [{"src": "a", "id": "demo"}, {"src": "a <b>b</i>", "id": "demo", "markup": "xml"}],
+        422,
+        (
+            ["body", 1, "src"],
+            "not well-formed XML at line 1, column 9: </i> where </b> was expected: close "
+            "each element in order, or send markup html",
+        ),
+    ),
     "too many sentences": (
         [{"src": "a", "id": "demo"}] * 3,
         422,
@@ -255,3 +275,22 @@ def test_an_imported_marian_model_is_served_like_any_other(tmp_path, corpus_dir)
         status, answer = client.translate([{"src": src, "id": "opus"} for src in SENTENCES])
     assert status == 200, answer
     assert [item["tgt"] for item in answer[0]] == [t.text for t in translator.translate(SENTENCES)]
+
+
+def test_marked_up_sources_come_back_with_their_tags_beside_plain_ones(demo_rnnsearch):
+    translator = Translator.load(demo_rnnsearch)
+    app = create_app({"demo": ServedModel("demo", translator)}, workers=1)
+    marked = "<p>I bring <b>the cities</b> back. They sleep.</p>"
+    body = [
+        {"src": marked, "id": "demo", "markup": "html"},
+        {"src": "I bring the cities back.", "id": "demo"},
+        {"src": "<br/>", "id": "demo", "markup": "xml"},
+    ]
+    with serving_app(app) as client:
+        status, answer = client.translate(body)
+    assert status == 200, answer
+    tagged, plain, only_tags = (rank[0] for rank in zip(*answer, strict=True))
+    assert tagged["tgt"] == translator.translate(marked, markup="html").text
+    assert tagged["tgt"].startswith("<p>") and "<b>die Städte</b>" in tagged["tgt"]
+    assert plain["tgt"] == translator.translate(body[1]["src"]).text  # no tags, as sent
+    assert only_tags["tgt"] == "<br/>"
