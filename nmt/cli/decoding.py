@@ -23,6 +23,7 @@ from nmt.cli.decoding_options import (
     EnsembleOption,
     HypOption,
     InputOption,
+    KeepOption,
     KeptOutputOption,
     MarkupOption,
     ModelDirOption,
@@ -74,6 +75,7 @@ def translate(
     src_lang: SrcLangOption = None,
     then: ThenOption = None,
     markup: MarkupOption = None,
+    keep: KeepOption = None,
     decode: dict | None = None,
 ) -> None:
     """Translate text with a checkpoint: one output line per input line, in input order.
@@ -100,7 +102,7 @@ def translate(
             engine, checkpoint, model, decode, alignments, attention_plots, attention_layer, then,
             markup,
         )  # fmt: skip
-        _check_markup(markup, decode, alignments, attention_plots, constraints, prefix)
+        _check_markup(markup, keep, decode, alignments, attention_plots, constraints, prefix)
         if output is not None:  # the inputs options name, before the slow work
             given = [("--input", input), ("--constraints", constraints), ("--prefix", prefix)]
             inputs = [*given, *checkpoint_inputs(checkpoint), *checkpoint_inputs(then, "--then")]
@@ -140,6 +142,7 @@ def translate(
                     prefixes=starts,
                     src_lang=src_lang,
                     markup=markup,
+                    keep=keep or (),
                 )
 
     guarded(action)
@@ -231,6 +234,7 @@ def _check_engine_options(
 
 def _check_markup(
     markup: str | None,
+    keep: list[str] | None,
     decode: dict,
     alignments: bool,
     attention_plots: Path | None,
@@ -240,6 +244,11 @@ def _check_markup(
     """Refuses what a marked-up line cannot have: its output is one line with its tags,
     made of several sentences' translations."""
     if markup is None:
+        if keep:
+            raise UserError(
+                "--keep holds text out of the sentences of marked-up lines: add --markup "
+                "html or --markup xml (or leave --keep out)."
+            )
         return
     refused = {
         "--alignments": alignments,

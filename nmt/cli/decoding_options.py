@@ -51,6 +51,15 @@ MarkupOption = Annotated[
         "elements copied untouched.",
     ),
 ]
+KeepOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="REGEX",
+        help="With --markup: also copy untouched what this regular expression matches "
+        "(repeatable), as URLs, e-mail addresses, numbers with units and format variables "
+        "such as %s and {count} always are.",
+    ),
+]
 AttentionPlotsOption = Annotated[
     Path | None,
     typer.Option(

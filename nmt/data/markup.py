@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Literal
 
-MarkupKind = Literal["html", "xml"]
+MarkupKind = Literal["html", "xml", "text"]  # text: no tags, only placeholders
 
 INLINE = frozenset({
     "a", "abbr", "b", "bdi", "bdo", "cite", "data", "del", "dfn", "em", "font", "i", "ins",
@@ -40,6 +40,32 @@ LINE_BREAKS = frozenset({"br"})  # void, and in HTML a space between the words a
 VERBATIM = frozenset({"code", "kbd", "samp", "var", "math", "svg"})
 RAW = frozenset({"pre", "script", "style", "textarea", "template", "noscript", "iframe"})
 # what an HTML element not named above is: a block, which ends a sentence
+
+# What comes out exactly as it went in: held out of the sentences by `parse(keep=...)`.
+_URL_END = r"[^\s<>\"'.,;:!?)\]}]"  # a URL's last character: not the sentence's punctuation
+_UNITS = (
+    r"%|‰|°[CF]?|[kMGT]i?B|[kMG]?Hz|[kM]?W|kWh|mA?h|[kcm]?m|km/h|mph|mm|[mk]?g|ml|cl|min"
+    r"|ms|ns|px|pt|em|rem|ft|lbs?|oz|kcal|€|\$|£|¥"
+)
+PLACEHOLDERS = re.compile(
+    "|".join([
+        rf"(?:https?|ftp)://[^\s<>\"']*{_URL_END}",  # URLs
+        rf"\bwww\.[^\s<>\"']*{_URL_END}",
+        r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+",  # e-mail addresses
+        r"\{\{.*?\}\}|\{%.*?%\}|\$\{\w+\}",  # {{ var }}, {% tag %}, ${var}
+        r"\{\w*(?:[.\[\]\w]*)(?:![rsa])?(?::[^{}\s]*)?\}",  # {count}, {0}, {name:>10}
+        r"%(?:\(\w+\)|\d+\$)?[-+#0]*\d*(?:\.\d+)?[diouxXeEfFgGcsr@]",  # %s, %(n)d, %1$s
+        rf"(?<![\w.,])[-+]?\d+(?:[.,]\d+)*\s?(?:{_UNITS})(?!\w)",  # numbers with units
+        r"[€$£¥]\s?\d+(?:[.,]\d+)*",
+    ])
+)  # fmt: skip
+
+
+def kept(patterns: Sequence[str] = ()) -> re.Pattern:
+    """PLACEHOLDERS with a user's own regular expressions first (`--keep`)."""
+    return re.compile("|".join([*(f"(?:{p})" for p in patterns), PLACEHOLDERS.pattern]))
+
+
 PUNCTUATION_BEFORE, PUNCTUATION_AFTER = re.compile(r"^[^\w\s]+"), re.compile(r"[^\w\s]+$")
 
 
@@ -73,32 +99,39 @@ class Element:
 @dataclass
 class Sentence:
     """What a model translates (`text`, plain, tags out and references decoded) and the
-    tags around its words, in document order."""
+    tags around its words, in document order; `escaped`: text is written back with `&`, `<`
+    and `>` escaped (markup), or as it is (plain text)."""
 
     text: str
     elements: list[Element] = field(default_factory=list)
+    escaped: bool = True
 
-    def render(self, text: str | None = None, places: dict[int, tuple[int, int]] | None = None):
-        """The sentence with its tags: the source (`text` None) or a translation with each
-        element at `places[i]` = (start, end) characters of `text`."""
-        text = self.text if text is None else text
-        places = places or {i: (e.start, e.end) for i, e in enumerate(self.elements)}
-        return _render(text, self.elements, places)
+    def render(self) -> str:
+        """The sentence as it was read, tags and all."""
+        places = {i: (e.start, e.end) for i, e in enumerate(self.elements)}
+        return _render(self.text, self.elements, places, escaped=self.escaped)
 
 
 Part = str | Sentence  # a document is copied text and sentences, in order
 
 
-def parse(text: str, kind: MarkupKind = "html", split: Callable[[str], list[str]] | None = None):
+def parse(
+    text: str,
+    kind: MarkupKind = "html",
+    split: Callable[[str], list[str]] | None = None,
+    keep: re.Pattern | None = None,
+) -> list[Part]:
     """`text` as copied parts and sentences (`split`: a paragraph's plain text -> its
-    sentences, whose concatenation is the text; None: a paragraph is one sentence)."""
-    tokens = _tokens(text, kind)
+    sentences, whose concatenation is the text; None: a paragraph is one sentence). What
+    `keep` matches in the text (PLACEHOLDERS, say) is held out of the sentences and copied
+    untouched, placed as a verbatim element is."""
+    tokens = _held(_tokens(text, kind), keep)
     parts: list[Part] = []
-    for run in _balanced_runs(tokens, kind):
+    for run in _balanced_runs(tokens):
         if isinstance(run, str):
             parts.append(run)
         else:
-            parts.extend(_sentences(run, split))
+            parts.extend(_sentences(run, split, escaped=kind != "text"))
     return _merged(parts)
 
 
@@ -118,8 +151,44 @@ def project(sentence: Sentence, translation: str, alignment: Sequence[tuple[int,
     for i, j in alignment:
         if 0 <= i < len(source_words) and 0 <= j < len(target_words):
             aligned.setdefault(i, []).append(j)
-    places = _Placer(sentence, source_words, target, target_words, aligned).places()
-    return _render(target, sentence.elements, places, _padding(sentence, target, places))
+    placer = _Placer(sentence, source_words, target, target_words, aligned)
+    places = placer.places()
+    parents = _output_parents(sentence.elements, places, placer.wrappers)
+    padding = _padding(sentence, target, places)
+    return _render(target, sentence.elements, places, parents, padding, sentence.escaped)
+
+
+def _output_parents(
+    elements: list[Element], places: dict[int, tuple[int, int]], wrappers: set[int]
+) -> list[int | None]:
+    """Each element's parent in the output: the innermost element whose place holds its
+    place. Places alike nest by depth in the source, a wrapper (a tag placed around its
+    parent's whole content) half a level above its own depth; a tag without words is held
+    by its ancestors and wrappers, never by a tag it merely touches."""
+    ancestry: list[set[int]] = []
+    for element in elements:
+        parent = element.parent
+        ancestry.append(set() if parent is None else ancestry[parent] | {parent})
+    depth = [len(above) - 0.5 * (index in wrappers) for index, above in enumerate(ancestry)]
+
+    def inner(other: int) -> tuple:
+        return places[other][1] - places[other][0], -depth[other], -other
+
+    def holds(other: int, index: int) -> bool:
+        (start, end), (low, high) = places[index], places[other]
+        if start == end and other not in ancestry[index] and other not in wrappers:
+            return low < start < high
+        return low <= start and end <= high
+
+    parents: list[int | None] = []
+    for index in range(len(elements)):
+        holders = [
+            other for other in range(len(elements))
+            if other != index and index not in ancestry[other]
+            and holds(other, index) and inner(other) > inner(index)
+        ]  # fmt: skip
+        parents.append(min(holders, key=inner, default=None))
+    return parents
 
 
 def _padding(sentence: Sentence, target: str, places) -> dict[int, tuple[str, str]]:
@@ -200,6 +269,8 @@ class _Reader(HTMLParser):
 
 
 def _tokens(text: str, kind: MarkupKind) -> list[_Token]:
+    if kind == "text":
+        return [_Token("text", text)]
     reader = _Reader(text, kind)
     starts = [at for at, *_ in reader.events] + [len(text)]
     tokens = []
@@ -211,6 +282,32 @@ def _tokens(text: str, kind: MarkupKind) -> list[_Token]:
     if kind == "xml":
         _check_nesting(tokens, text)
     return _enclosed(tokens)
+
+
+def _held(tokens: list[_Token], keep: re.Pattern | None) -> list[_Token]:
+    """Neighbouring text tokens as one (a reference parts the parser's), and what `keep`
+    matches in them as verbatim tokens."""
+    merged: list[_Token] = []
+    for token in tokens:
+        if token.kind == "text" and merged and merged[-1].kind == "text":
+            merged[-1] = _Token("text", merged[-1].raw + token.raw)
+        else:
+            merged.append(token)
+    if keep is None:
+        return merged
+    held: list[_Token] = []
+    for token in merged:
+        if token.kind != "text":
+            held.append(token)
+            continue
+        at = 0
+        for match in keep.finditer(token.raw):
+            if match.end() > match.start():
+                held.extend([_Token("text", token.raw[at : match.start()]),
+                             _Token("verbatim", match.group(), "placeholder")])  # fmt: skip
+                at = match.end()
+        held.append(_Token("text", token.raw[at:]))
+    return [token for token in held if token.raw]
 
 
 def _kind(event: str, name: str, attrs: dict[str, str | None], kind: MarkupKind) -> str:
@@ -285,7 +382,7 @@ def _position(text: str, offset: int) -> tuple[int, int]:
     return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
 
 
-def _balanced_runs(tokens: list[_Token], kind: MarkupKind) -> list[str | list[_Token]]:
+def _balanced_runs(tokens: list[_Token]) -> list[str | list[_Token]]:
     """Copied text and runs of text and inline tags between them, each run's tags balanced:
     a tag without its partner in the run is copied where it stood, splitting the run."""
     runs: list[str | list[_Token]] = []
@@ -333,16 +430,18 @@ def _unmatched(run: list[_Token]) -> set[int]:
     return unmatched | set(stack)
 
 
-def _sentences(run: list[_Token], split: Callable[[str], list[str]] | None) -> list[Part]:
+def _sentences(
+    run: list[_Token], split: Callable[[str], list[str]] | None, escaped: bool
+) -> list[Part]:
     """A balanced run as sentences: its plain text cut by `split`, never inside a tag that
     holds words."""
-    whole = Sentence("")
+    whole = Sentence("", escaped=escaped)
     stack: list[int] = []
     text: list[str] = []
     length = 0
     for token in run:
         if token.kind == "text":
-            decoded = html.unescape(token.raw)
+            decoded = html.unescape(token.raw) if escaped else token.raw
             text.append(decoded)
             length += len(decoded)
             continue
@@ -380,7 +479,7 @@ def _slice(whole: Sentence, start: int, end: int) -> Sentence:
     """The sentence of characters [start, end) with the elements that lie in it (a zero-width
     element at a cut goes with the sentence before, at the very start with the first)."""
     kept: dict[int, int] = {}
-    sentence = Sentence(whole.text[start:end])
+    sentence = Sentence(whole.text[start:end], escaped=whole.escaped)
     for index, element in enumerate(whole.elements):
         inside = start <= element.start and element.end <= end
         at_cut = element.start == element.end == start and start > 0
@@ -550,14 +649,22 @@ def _render(
     text: str,
     elements: list[Element],
     places: dict[int, tuple[int, int]],
+    parents: Sequence[int | None] | None = None,
     padding: dict[int, tuple[str, str]] | None = None,
+    escaped: bool = True,
 ) -> str:
-    """`text` with each element at its place; `padding`: spaces around an element that
-    holds no words, where the source had them and the translation's words have only one."""
+    """`text` with each element at its place, inside its parent (`parents`; None: the
+    source's); `padding`: spaces around an element that holds no words, where the source
+    had them and the translation's words have only one."""
     padding = padding or {}
+    parents = parents if parents is not None else [element.parent for element in elements]
+
+    def written(piece: str) -> str:
+        return html.escape(piece, quote=False) if escaped else piece
+
     children: dict[int | None, list[int]] = {}
-    for index, element in enumerate(elements):
-        children.setdefault(element.parent, []).append(index)
+    for index, parent in enumerate(parents):
+        children.setdefault(parent, []).append(index)
 
     def inside(parent: int | None, start: int, end: int) -> str:
         out, at = [], start
@@ -567,7 +674,7 @@ def _render(
         for index in order:
             first, last = places[index]
             first = max(first, at)
-            out.append(html.escape(text[at:first], quote=False))
+            out.append(written(text[at:first]))
             element = elements[index]
             before, after = padding.get(index, ("", ""))
             if element.close is None:  # in the source, a line break's space is its own
@@ -576,7 +683,7 @@ def _render(
             else:
                 out.append(element.open + inside(index, first, max(first, last)) + element.close)
                 at = max(first, last)
-        out.append(html.escape(text[at:end], quote=False))
+        out.append(written(text[at:end]))
         return "".join(out)
 
     return inside(None, 0, len(text))

@@ -18,7 +18,7 @@ import itertools
 import logging
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
@@ -152,12 +152,14 @@ def write_translations(
     chunk: int | None = CHUNK_LINES,
     src_lang: str | None = None,
     markup: MarkupKind | None = None,
+    keep: Sequence[str] = (),
 ) -> None:
     """Translates the input group by group (see InputLines), `chunk` lines at a time, and
     writes each translation as it comes. `constraints` and `prefixes` hold one entry per
     input line (--constraints, --prefix); translations that miss their constraints (the
     length limit left no room) are counted in a warning on stderr. `markup`: each line is
-    HTML or XML, translated sentence by sentence with its tags kept."""
+    HTML or XML, translated sentence by sentence with its tags kept, and what `keep`'s
+    patterns match (besides nmt/data/markup.py's PLACEHOLDERS) copied untouched."""
     if plot_dir is not None:
         try:
             plot_dir.mkdir(parents=True, exist_ok=True)
@@ -170,7 +172,7 @@ def write_translations(
             if markup is not None:
                 translations = marked_stream(
                     translator, group, markup, chunk=chunk, done=progress.advance, first=index,
-                    src_lang=src_lang,
+                    src_lang=src_lang, keep=keep,
                 )  # fmt: skip
             else:
                 translations = translator.stream(

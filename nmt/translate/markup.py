@@ -4,24 +4,26 @@ sentences are translated with their word alignments, and each tag is put back ar
 target words aligned to the words it wrapped.
 
 A paragraph's plain text is cut into sentences by sentencex (Wikimedia's splitter, rules for
-some 240 languages, by the source language's code), never inside a tag around words.
+some 240 languages, by the source language's code), never inside a tag around words. URLs,
+e-mail addresses, numbers with units and format variables (nmt/data/markup.py's
+PLACEHOLDERS), and what a user's own patterns match, are held out of the sentences and put
+back as they were, where the alignments place them.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from sentencex import segment
 
-from nmt.data.markup import MarkupError, MarkupKind, Sentence, parse, project
+from nmt.data.markup import MarkupError, MarkupKind, Sentence, kept, parse, project
 from nmt.errors import UserError
 from nmt.search import Hypothesis
 from nmt.translate.pipeline import CHUNK_LINES, Numbering
 from nmt.translate.results import Candidate, Translation
-
-MARKUPS: tuple[MarkupKind, ...] = ("html", "xml")
 
 
 def sentence_splitter(language: str | None) -> Callable[[str], list[str]]:
@@ -30,10 +32,30 @@ def sentence_splitter(language: str | None) -> Callable[[str], list[str]]:
     return lambda text: list(segment(code, text))
 
 
-def parsed_line(line: str, markup: MarkupKind, split: Callable[[str], list[str]], number: int):
+def held_out(patterns: Sequence[str] = ()) -> re.Pattern:
+    """What markup translation copies untouched: PLACEHOLDERS and `patterns` (regular
+    expressions, `--keep`), each checked."""
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise UserError(
+                f"--keep {pattern!r} is not a regular expression ({error}); give one that "
+                "matches the text to copy untouched, e.g. --keep 'ACME-[0-9]+'."
+            ) from None
+    return kept(patterns)
+
+
+def parsed_line(
+    line: str,
+    markup: MarkupKind,
+    split: Callable[[str], list[str]],
+    number: int,
+    keep: re.Pattern | None = None,
+):
     """A line's parts; malformed XML is a UserError naming the line and column."""
     try:
-        return parse(line, markup, split)
+        return parse(line, markup, split, keep)
     except MarkupError as error:
         raise UserError(
             f"input line {number + 1}, column {error.column}: not well-formed XML "
@@ -70,21 +92,22 @@ def marked_stream(
     done: Callable[[int], None] | None = None,
     first: Numbering = 0,
     src_lang: str | None = None,
+    keep: Sequence[str] = (),
     **options: Any,
 ) -> Iterator[Translation]:
     """Each marked-up line's Translation, in order, `chunk` lines at a time: its text is the
     translation with the line's tags, and `sentences` holds each sentence's own Translation
     (plain text, with its word alignment). `first`: as `stream`'s, the number of the first
-    line or each line's own (errors name it, and a line's sentences sample by it);
-    `options`: `translator.stream`'s."""
+    line or each line's own (errors name it, and a line's sentences sample by it); `keep`:
+    patterns of text to copy untouched besides PLACEHOLDERS; `options`: `translator.stream`'s."""
     language = src_lang or (translator.source_languages or [None])[0]
-    split = sentence_splitter(language)
+    split, held = sentence_splitter(language), held_out(keep)
     numbers = itertools.count(first) if isinstance(first, int) else iter(first)
     lines = iter(lines)
     while batch := list(itertools.islice(lines, chunk or None)):
         numbered = [next(numbers) for _ in batch]
         parsed = [
-            parsed_line(line, markup, split, number)
+            parsed_line(line, markup, split, number, held)
             for line, number in zip(batch, numbered, strict=True)
         ]
         sentences = [part for parts in parsed for part in parts if isinstance(part, Sentence)]

@@ -149,6 +149,7 @@ class Translator:
         constraints: Constraining | Sequence[Constraining] = None,
         prefix: str | Sequence[str | None] | None = None,
         markup: MarkupKind | None = None,
+        keep: Sequence[str] = (),
         **options: Any,
     ) -> Translation | list[Translation]:
         """Translates one sentence (a str: one Translation) or a list (one each, in order),
@@ -156,13 +157,17 @@ class Translator:
         "exclude": [phrases]}, or one per sentence) and `prefix` (the text a translation
         starts with, or one per sentence): nmt/search/constraints.py; `markup` ("html" or
         "xml"): each text is marked up, translated sentence by sentence with its tags kept
-        (nmt/translate/markup.py); the rest: `stream`'s."""
+        (nmt/translate/markup.py), with what `keep`'s regular expressions match copied
+        untouched besides URLs, e-mail addresses, numbers with units and format variables;
+        the rest: `stream`'s."""
         single = isinstance(sentences, str)
         lines = [sentences] if single else _sentences(sentences)
         if markup is not None:
             check_marked_options(constraints=constraints, prefix=prefix, **options)
-            found = list(marked_stream(self, lines, markup, chunk=None, **options))
+            found = list(marked_stream(self, lines, markup, chunk=None, keep=keep, **options))
             return found[0] if single else found
+        if keep:
+            raise UserError("keep= holds text out of marked-up text: give markup= too.")
         guides = per_sentence(constraints, lines, single, "constraints", parse_constraints)
         starts = per_sentence(prefix, lines, single, "prefix", prefix_text)
         found = list(self.stream(lines, constraints=guides, prefix=starts, chunk=None, **options))

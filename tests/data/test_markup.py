@@ -8,7 +8,16 @@ import xml.etree.ElementTree as ET
 import pytest
 from sentencex import segment
 
-from nmt.data.markup import MarkupError, Sentence, parse, plain, project, render
+from nmt.data.markup import (
+    PLACEHOLDERS,
+    MarkupError,
+    Sentence,
+    kept,
+    parse,
+    plain,
+    project,
+    render,
+)
 
 
 def split_en(text: str) -> list[str]:
@@ -122,6 +131,42 @@ def test_xml_elements_are_all_inline_and_its_no_translate_is_kept():
     output = project(sentence, "Welt hallo", [(0, 1), (1, 0)])
     # %s went before "world"'s word; <br/>, last, after it
     assert output == '<ph its:translate="no">%s</ph> Welt<br/> <x:g id="1">hallo</x:g>'
+
+
+@pytest.mark.parametrize(
+    "text, held",
+    [
+        ("See https://x.org/a?b=1&c=2. Or www.y.com!", ["https://x.org/a?b=1&c=2", "www.y.com"]),
+        ("Write to a.b+c@x-y.co.uk, please.", ["a.b+c@x-y.co.uk"]),
+        ("{count} in {{ dir }} by ${user}: %s %(name)d %1$s {0}", None),
+        ("It weighs 5 kg, costs $30 or 12,50 € and runs at 3.5GHz, 100%.", None),
+        ("I have 3 dogs in 2 houses; version 1.2.3 is out.", []),
+    ],
+)
+def test_placeholders_are_urls_addresses_variables_and_numbers_with_units(text, held):
+    expected = {
+        "{count} in {{ dir }} by ${user}: %s %(name)d %1$s {0}": [
+            "{count}", "{{ dir }}", "${user}", "%s", "%(name)d", "%1$s", "{0}"
+        ],
+        "It weighs 5 kg, costs $30 or 12,50 € and runs at 3.5GHz, 100%.": [
+            "5 kg", "$30", "12,50 €", "3.5GHz", "100%"
+        ],
+    }.get(text, held)  # fmt: skip
+    assert [match.group() for match in PLACEHOLDERS.finditer(text)] == expected
+
+
+def test_placeholders_and_a_users_patterns_are_copied_as_they_were_where_aligned():
+    line = "Delete {count} files of ACME-42 at https://x.org/?a=1&amp;b=2 now."
+    (sentence,) = parse(line, "html", keep=kept(["ACME-[0-9]+"]))
+    assert sentence.text == "Delete  files of  at  now."
+    output = project(sentence, "Lösche Dateien von bei jetzt.", diagonal(5))
+    assert output == "Lösche {count} Dateien von ACME-42 bei https://x.org/?a=1&amp;b=2 jetzt."
+
+
+def test_plain_text_keeps_its_characters_unescaped():
+    (sentence,) = parse("a < b & {x} > c", "text", keep=PLACEHOLDERS)
+    assert sentence.text == "a < b &  > c"
+    assert project(sentence, "a < b & > c", [(i, i) for i in range(5)]) == "a < b & {x} > c"
 
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota"]

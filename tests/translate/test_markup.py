@@ -69,3 +69,22 @@ def test_the_command_keeps_each_lines_tags_and_refuses_what_cannot_go_with_marku
 def test_ctranslate2_cannot_place_tags_without_attention(tmp_path):
     ran = nmt("translate", "--engine", "ctranslate2", "--model", tmp_path, "--markup", "html")
     assert ran.returncode == 2 and "--markup need the --checkpoint" in ran.stderr
+
+
+def test_placeholders_and_kept_patterns_come_out_exactly_as_they_went_in(translator):
+    held = ["{count}", "https://x.org/a?b=1&amp;c=2", "ACME-42", "5 kg", "%(name)s"]
+    line = "we see {count} small dogs at https://x.org/a?b=1&amp;c=2 because ACME-42 sleeps."
+    line += " a woman buys 5 kg of %(name)s."
+    marked = translator.translate(line, markup="html", keep=["ACME-[0-9]+"])
+    assert all(marked.text.count(text) == 1 for text in held), marked.text
+    assert all(text not in sentence.source for sentence in marked.sentences for text in held)
+    with pytest.raises(UserError, match="keep= holds text out of marked-up text"):
+        translator.translate("a dog.", keep=["x"])
+
+
+def test_keep_needs_markup_and_a_regular_expression(demo_rnnsearch):
+    alone = nmt("translate", "--checkpoint", demo_rnnsearch, "--keep", "x", input="a\n")
+    assert alone.returncode == 2 and "--keep holds text out" in alone.stderr
+    broken = nmt("translate", "--checkpoint", demo_rnnsearch, "--markup", "html", "--keep", "x(",
+                 input="a\n")  # fmt: skip
+    assert broken.returncode == 2 and "--keep 'x(' is not a regular expression" in broken.stderr
