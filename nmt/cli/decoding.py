@@ -21,6 +21,7 @@ from nmt.cli.decoding_options import (
     ConstraintsOption,
     EngineOption,
     EnsembleOption,
+    FormatOption,
     HypOption,
     InputOption,
     KeepOption,
@@ -76,6 +77,7 @@ def translate(
     then: ThenOption = None,
     markup: MarkupOption = None,
     keep: KeepOption = None,
+    format: FormatOption = None,
     decode: dict | None = None,
 ) -> None:
     """Translate text with a checkpoint: one output line per input line, in input order.
@@ -91,24 +93,28 @@ def translate(
       nmt translate --checkpoint runs/demo/best.pt --quantize int8 --input test.en
       nmt translate --engine ctranslate2 --model exported/demo_transformer --input test.en
       nmt translate --checkpoint runs/demo/best.pt --input test.en --constraints terms.jsonl
-      nmt translate --checkpoint runs/demo/best.pt --markup html --input page.html
+      nmt translate --checkpoint runs/demo/best.pt --markup html --input lines.html
+      nmt translate --checkpoint runs/demo/best.pt --input film.srt --output film.de.srt
     """
 
     def action() -> None:
+        from nmt.cli.documents import document_of, translate_file
         from nmt.translate.constraints import constraints_line, prefix_line
         from nmt.translate.lines import FileLines, InputLines, write_translations
 
+        document = document_of(input, format, markup)
+        marked = f"--markup {markup}" if markup else document and f"a {document.name} file"
         _check_engine_options(
             engine, checkpoint, model, decode, alignments, attention_plots, attention_layer, then,
-            markup,
+            marked,
         )  # fmt: skip
-        _check_markup(markup, keep, decode, alignments, attention_plots, constraints, prefix)
+        _check_markup(marked, keep, decode, alignments, attention_plots, constraints, prefix)
         if output is not None:  # the inputs options name, before the slow work
             given = [("--input", input), ("--constraints", constraints), ("--prefix", prefix)]
             inputs = [*given, *checkpoint_inputs(checkpoint), *checkpoint_inputs(then, "--then")]
             check_output(output, "--output", inputs, stdin=input is None)
         with contextlib.ExitStack() as files:
-            if input:
+            if input and document is None:
                 source = InputLines(files.enter_context(_opened(input)), str(input))
             else:
                 source = InputLines(sys.stdin.buffer)
@@ -131,6 +137,9 @@ def translate(
             )
             if output is not None:  # and every file opened since: a shortlist, a model's files
                 check_output(output, "--output")
+            if document is not None:
+                translate_file(document, input, output, translator, keep, src_lang, tgt_lang)
+                return
             with output_stream(output) as sink:
                 write_translations(
                     translator,
@@ -222,7 +231,7 @@ def _check_engine_options(
         "--attention-plots": attention_plots is not None,
         "--attention-layer": attention_layer is not None,
         "--then": then is not None,
-        "--markup": markup is not None,  # tags follow the attention's word alignments
+        str(markup): markup is not None,  # tags follow the attention's word alignments
     }
     refused = [option for option, given in unsupported.items() if given]
     if refused:
@@ -233,7 +242,7 @@ def _check_engine_options(
 
 
 def _check_markup(
-    markup: str | None,
+    marked: str | None,
     keep: list[str] | None,
     decode: dict,
     alignments: bool,
@@ -242,12 +251,14 @@ def _check_markup(
     prefix: Path | None,
 ) -> None:
     """Refuses what a marked-up line cannot have: its output is one line with its tags,
-    made of several sentences' translations."""
-    if markup is None:
+    made of several sentences' translations. `marked`: how the input is marked up (--markup,
+    or the format of a file translated whole)."""
+    if marked is None:
         if keep:
             raise UserError(
-                "--keep holds text out of the sentences of marked-up lines: add --markup "
-                "html or --markup xml (or leave --keep out)."
+                "--keep holds text out of the sentences of marked-up lines and files: add "
+                "--markup html or --markup xml, or translate a file of a format --format "
+                "names (or leave --keep out)."
             )
         return
     refused = {
@@ -260,9 +271,9 @@ def _check_markup(
     named = [option for option, given in refused.items() if given]
     if named:
         raise UserError(
-            f"--markup writes each line once, with its tags, from the translations of the "
+            f"{marked} is written once, with its tags, from the translations of the "
             f"sentences it holds, so {' and '.join(named)} cannot go with it (they name one "
-            "sentence's translation); leave them out, or translate plain text without --markup."
+            "sentence's translation); leave them out, or translate lines of plain text."
         )
 
 

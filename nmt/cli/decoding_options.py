@@ -51,6 +51,16 @@ MarkupOption = Annotated[
         "elements copied untouched.",
     ),
 ]
+FormatOption = Annotated[
+    Literal["txt", "html", "xml", "srt", "vtt", "po"] | None,
+    typer.Option(
+        "--format",
+        metavar="FORMAT",
+        help="Translate --input as a whole file of this format: txt, html, xml, srt, vtt, "
+        "po (default: by its extension, .html .htm .xhtml .xml .srt .vtt .po .pot; other "
+        "files, .txt among them, are translated line by line).",
+    ),
+]
 KeepOption = Annotated[
     list[str] | None,
     typer.Option(

@@ -120,18 +120,22 @@ def parse(
     kind: MarkupKind = "html",
     split: Callable[[str], list[str]] | None = None,
     keep: re.Pattern | None = None,
+    escaped: bool | None = None,
 ) -> list[Part]:
     """`text` as copied parts and sentences (`split`: a paragraph's plain text -> its
     sentences, whose concatenation is the text; None: a paragraph is one sentence). What
     `keep` matches in the text (PLACEHOLDERS, say) is held out of the sentences and copied
-    untouched, placed as a verbatim element is."""
+    untouched, placed as a verbatim element is. `escaped`: whether text holds references
+    (`&amp;`) and is written back escaped; None: in HTML and XML, not in plain text (a
+    subtitle's tags come without references)."""
     tokens = _held(_tokens(text, kind), keep)
+    escaped = kind != "text" if escaped is None else escaped
     parts: list[Part] = []
     for run in _balanced_runs(tokens):
         if isinstance(run, str):
             parts.append(run)
         else:
-            parts.extend(_sentences(run, split, escaped=kind != "text"))
+            parts.extend(_sentences(run, split, escaped))
     return _merged(parts)
 
 
@@ -143,8 +147,14 @@ def render(parts: Sequence[Part]) -> str:
 def project(sentence: Sentence, translation: str, alignment: Sequence[tuple[int, int]]) -> str:
     """`translation` of `sentence.text.strip()` with the sentence's tags put back, through
     `alignment`'s (source word, target word) pairs over whitespace-separated words."""
-    lead = sentence.text[: len(sentence.text) - len(sentence.text.lstrip())]
-    trail = sentence.text[len(sentence.text.rstrip()) :]
+    text = sentence.text
+    lead = text[: len(text) - len(text.lstrip())]
+    trail = text[len(text.rstrip()) :]
+    points = [e.start for e in sentence.elements if e.start == e.end]
+    if any(point <= len(lead) for point in points):  # the space was after a held-out element
+        lead = ""
+    if any(point >= len(text.rstrip()) for point in points):
+        trail = ""
     target = lead + translation.strip() + trail
     source_words, target_words = _words(sentence.text), _words(target)
     aligned: dict[int, list[int]] = {}
@@ -198,7 +208,8 @@ def _padding(sentence: Sentence, target: str, places) -> dict[int, tuple[str, st
     source = sentence.text
     for index, element in enumerate(sentence.elements):
         at = element.start
-        spaced = source[at - 1 : at].isspace() and source[at : at + 1].isspace()
+        before, after = source[at - 1 : at] if at else " ", source[at : at + 1] or " "
+        spaced = before.isspace() and after.isspace()
         if element.close is None and spaced:
             point = places[index][0]
             if point == 0 or target[point - 1].isspace():

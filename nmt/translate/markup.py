@@ -52,10 +52,11 @@ def parsed_line(
     split: Callable[[str], list[str]],
     number: int,
     keep: re.Pattern | None = None,
+    escaped: bool | None = None,
 ):
     """A line's parts; malformed XML is a UserError naming the line and column."""
     try:
-        return parse(line, markup, split, keep)
+        return parse(line, markup, split, keep, escaped)
     except MarkupError as error:
         raise UserError(
             f"input line {number + 1}, column {error.column}: not well-formed XML "
@@ -93,13 +94,15 @@ def marked_stream(
     first: Numbering = 0,
     src_lang: str | None = None,
     keep: Sequence[str] = (),
+    escaped: bool | None = None,
     **options: Any,
 ) -> Iterator[Translation]:
     """Each marked-up line's Translation, in order, `chunk` lines at a time: its text is the
     translation with the line's tags, and `sentences` holds each sentence's own Translation
     (plain text, with its word alignment). `first`: as `stream`'s, the number of the first
     line or each line's own (errors name it, and a line's sentences sample by it); `keep`:
-    patterns of text to copy untouched besides PLACEHOLDERS; `options`: `translator.stream`'s."""
+    patterns of text to copy untouched besides PLACEHOLDERS; `escaped`: as `parse`'s;
+    `options`: `translator.stream`'s."""
     language = src_lang or (translator.source_languages or [None])[0]
     split, held = sentence_splitter(language), held_out(keep)
     numbers = itertools.count(first) if isinstance(first, int) else iter(first)
@@ -107,7 +110,7 @@ def marked_stream(
     while batch := list(itertools.islice(lines, chunk or None)):
         numbered = [next(numbers) for _ in batch]
         parsed = [
-            parsed_line(line, markup, split, number, held)
+            parsed_line(line, markup, split, number, held, escaped)
             for line, number in zip(batch, numbered, strict=True)
         ]
         sentences = [part for parts in parsed for part in parts if isinstance(part, Sentence)]
@@ -118,7 +121,7 @@ def marked_stream(
             if isinstance(part, Sentence)
         ]
         found = translator.stream(
-            [sentence.text.strip() for sentence in sentences],
+            [" ".join(sentence.text.split()) for sentence in sentences],  # a line's breaks too
             alignments=True,
             chunk=None,
             first=owners,

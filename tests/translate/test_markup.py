@@ -68,7 +68,7 @@ def test_the_command_keeps_each_lines_tags_and_refuses_what_cannot_go_with_marku
 
 def test_ctranslate2_cannot_place_tags_without_attention(tmp_path):
     ran = nmt("translate", "--engine", "ctranslate2", "--model", tmp_path, "--markup", "html")
-    assert ran.returncode == 2 and "--markup need the --checkpoint" in ran.stderr
+    assert ran.returncode == 2 and "--markup html need the --checkpoint" in ran.stderr
 
 
 def test_placeholders_and_kept_patterns_come_out_exactly_as_they_went_in(translator):

@@ -1,0 +1,210 @@
+"""Each file format through a stand-in translator that writes each word in capitals (its
+alignment the diagonal): the file comes back in its own library's terms with the structure
+it had (cues and timings, catalogue entries, element trees, lines), only the text changed,
+and a file its library cannot read is an error naming where."""
+
+from __future__ import annotations
+
+import random
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+
+import polib
+import pytest
+import srt
+
+from nmt.documents.formats import FORMATS, Settings, document_format, translate_document
+from nmt.documents.segments import SegmentTranslator
+from nmt.documents.subtitles import TAG
+from nmt.errors import UserError
+from nmt.search import Hypothesis
+from nmt.translate.results import Candidate, Translation
+
+WORDS = ["the", "dog", "sees", "a", "small", "bird", "because", "we", "sleep", "today"]
+
+
+class Capitals:
+    """A translator whose translation of a sentence is its words in capitals."""
+
+    source_languages = ["en"]
+    target_languages = ["de"]
+
+    def __init__(self):
+        self.sentences: list[str] = []
+
+    def stream(self, lines, alignments, chunk, first, src_lang, **options):
+        for line in lines:
+            self.sentences.append(line)
+            words = line.split()
+            steps = len(words) + 1
+            hypothesis = Hypothesis([1] * len(words), -1.0, None, steps)
+            pairs = " ".join(f"{i}-{i}" for i in range(len(words)))
+            text = " ".join(word.upper() for word in words)
+            yield Translation(line, [1] * len(words), [Candidate(text, -1.0, hypothesis, pairs)])
+
+
+def translated(name: str, data: bytes, **settings) -> tuple[bytes, Capitals]:
+    translator = Capitals()
+    segments = SegmentTranslator(translator)
+    return translate_document(data, FORMATS[name], segments, Settings(**settings), "f"), translator
+
+
+def sentence(rng: random.Random, words: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words)) + "."
+
+
+def test_formats_are_known_by_extension_and_plain_text_stays_line_by_line(tmp_path):
+    assert document_format(tmp_path / "a.SRT", None).name == "srt"
+    assert document_format(tmp_path / "a.pot", None).name == "po"
+    assert document_format(tmp_path / "a.txt", None) is None  # lines, unless --format txt
+    assert document_format(tmp_path / "a.de", None) is None
+    assert document_format(tmp_path / "a.de", "html").name == "html"
+
+
+def test_subrip_keeps_every_cue_its_number_and_timings_and_wraps_within_its_lines():
+    rng = random.Random(3)
+    cues = [
+        srt.Subtitle(
+            index=number + 1,
+            start=srt.timedelta(milliseconds=2000 * number + rng.randrange(500)),
+            end=srt.timedelta(milliseconds=2000 * number + 1500),
+            content="\n".join(sentence(rng, rng.randint(2, 6)) for _ in range(rng.randint(1, 2)))
+            + (" <i>we sleep</i>" if number % 7 == 0 else ""),
+        )
+        for number in range(200)
+    ]
+    data = srt.compose(cues).encode()
+    out, _ = translated("srt", data, max_line=42)
+    back = list(srt.parse(out.decode()))
+    assert len(back) == 200
+    for before, after in zip(cues, back, strict=True):
+        assert (after.index, after.start, after.end) == (before.index, before.start, before.end)
+        lines = after.content.splitlines()
+        assert 1 <= len(lines) <= len(before.content.splitlines())
+        assert all(len(TAG.sub("", line)) <= 42 for line in lines) or len(lines) == len(
+            before.content.splitlines()
+        )  # within 42 characters where the cue's lines allow it
+        assert TAG.sub("", after.content).split() == TAG.sub("", before.content).upper().split()
+        assert TAG.findall(after.content) == TAG.findall(before.content)
+
+
+def test_webvtt_keeps_identifiers_settings_notes_and_tags():
+    data = (
+        b"WEBVTT\n\nNOTE made by hand\n\nintro\n00:00:01.000 --> 00:00:03.500 align:start\n"
+        b"we see <b>the small dog</b>.\n\n00:00:04.000 --> 00:00:06.000\na bird &amp; we "
+        b"sleep.\nbecause we sleep.\n"
+    )
+    out, _ = translated("vtt", data)
+    assert out.decode() == (
+        "WEBVTT\n\nNOTE made by hand\n\nintro\n00:00:01.000 --> 00:00:03.500 align:start\n"
+        "WE SEE <b>THE SMALL DOG</b>.\n\n00:00:04.000 --> 00:00:06.000\nA BIRD &amp; WE "
+        "SLEEP. BECAUSE WE SLEEP.\n"
+    )
+
+
+CATALOGUE = """\
+msgid ""
+msgstr ""
+"Content-Type: text/plain; charset=UTF-8\\n"
+"Plural-Forms: nplurals=3; plural=(n==1 ? 0 : n%10>=2 && n%10<=4 ? 1 : 2);\\n"
+
+#: app.py:10
+#, python-format
+msgid "we see %(count)d dogs."
+msgstr ""
+
+msgid "a dog sleeps."
+msgid_plural "%d dogs sleep."
+msgstr[0] ""
+msgstr[1] ""
+msgstr[2] ""
+
+msgid "done"
+msgstr "fertig"
+
+#~ msgid "old"
+#~ msgstr ""
+"""
+
+
+def test_a_gettext_catalogue_gets_its_messages_and_plurals_flagged_fuzzy():
+    out, translator = translated("po", CATALOGUE.encode(), tgt_lang="de")
+    catalogue = polib.pofile(out.decode())
+    assert catalogue.metadata["Language"] == "de"
+    entries = {entry.msgid: entry for entry in catalogue}
+    variable = entries["we see %(count)d dogs."]
+    assert variable.msgstr == "WE SEE %(count)d DOGS." and variable.flags == [
+        "python-format",
+        "fuzzy",
+    ]
+    plural = entries["a dog sleeps."]
+    assert plural.msgstr_plural == {0: "A DOG SLEEPS.", 1: "%d DOGS SLEEP.", 2: "%d DOGS SLEEP."}
+    assert entries["done"].msgstr == "fertig" and not entries["done"].fuzzy  # kept
+    assert entries["old"].obsolete and entries["old"].msgstr == ""
+    assert "we see dogs." in translator.sentences  # the variable held out of the sentence
+
+
+def test_html_keeps_its_element_tree_and_copies_what_is_not_to_be_translated():
+    page = (
+        '<!DOCTYPE html>\n<html lang="en"><head><title>the dog</title><style>p {x: y}</style>'
+        "</head>\n<body><h1>we see <b>the small dog</b>.</h1>\n<p>the bird sleeps. we see\n"
+        'a dog because <a href="https://x.org/?a=1&amp;b=2">we sleep</a>.</p>\n<ul><li>one '
+        '<em>bird</em></li><li>a &amp; b</li></ul><pre>keep  this</pre><p translate="no">'
+        "the dog</p><table><tr><td>a dog</td></tr></table></body></html>\n"
+    )
+    out, _ = translated("html", page.encode())
+    text = out.decode()
+    assert tags(text) == tags(page)
+    assert "<pre>keep  this</pre>" in text and '<p translate="no">the dog</p>' in text
+    assert "<style>p {x: y}</style>" in text and "<title>THE DOG</title>" in text
+    assert "<h1>WE SEE <b>THE SMALL DOG</b>.</h1>" in text
+    assert '<a href="https://x.org/?a=1&amp;b=2">WE SLEEP</a>' in text
+    assert "<li>A &amp; B</li>" in text
+
+
+def tags(html_text: str) -> list[tuple]:
+    """The document's tags in order, with their attributes, by html.parser."""
+    found = []
+
+    class Tags(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.append(("open", tag, tuple(attrs)))
+
+        def handle_endtag(self, tag):
+            found.append(("close", tag))
+
+    Tags().feed(html_text)
+    return found
+
+
+def test_xml_stays_well_formed_with_the_same_tree():
+    document = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<doc><title>the dog</title>\n<p id="1">we '
+        'see <g id="b">the small dog</g>.<x id="br"/> a bird sleeps.</p></doc>\n'
+    )
+    out, _ = translated("xml", document.encode())
+    before, after = ET.fromstring(document.encode()), ET.fromstring(out)
+    assert [(e.tag, e.attrib) for e in before.iter()] == [(e.tag, e.attrib) for e in after.iter()]
+    assert after.find("p/g").text == "THE SMALL DOG"
+
+
+def test_plain_text_keeps_its_lines_and_their_ends():
+    out, translator = translated("txt", b"we see a dog. the bird sleeps.\r\n\nwe sleep {n} days\n")
+    assert out == b"WE SEE A DOG. THE BIRD SLEEPS.\r\n\nWE SLEEP {n} DAYS\n"
+    assert translator.sentences == ["we see a dog.", "the bird sleeps.", "we sleep days"]
+
+
+@pytest.mark.parametrize(
+    "name, data, where",
+    [
+        ("srt", b"1\n00:00:01,000 -> 00:00:02,000\na\n", "line 1: a cue should start there"),
+        ("po", b'msgid "a"\nmsgstr "b"\nfoo bar\n', "line 3"),
+        ("xml", b"<doc>\n<p>a</doc>", "line 2, column 5: </doc> where </p> was expected"),
+        ("html", b"caf\xe9", "line 1 is not UTF-8 (byte 3)"),
+        ("vtt", b"NOT VTT\n", "line 1: a WebVTT file starts with WEBVTT"),
+    ],
+)
+def test_a_file_its_library_cannot_read_is_an_error_naming_where(name, data, where):
+    with pytest.raises(UserError, match=f"f: not a {name} file its library") as error:
+        translated(name, data)
+    assert where in str(error.value)
