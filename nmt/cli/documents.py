@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from nmt.documents.formats import BY_EXTENSION, FORMATS, Format, Settings, document_format
+from nmt.documents.formats import Format, Settings, document_format
 from nmt.documents.formats import translate_document as translated_bytes
 from nmt.documents.segments import SegmentTranslator
 from nmt.errors import UserError
@@ -65,7 +65,3 @@ def translate_file(
 def _written_language(translator: Any) -> str | None:
     languages = getattr(translator, "target_languages", None) or [None]
     return languages[0]
-
-
-FORMAT_NAMES = tuple(FORMATS)
-EXTENSIONS = ", ".join(sorted(BY_EXTENSION))

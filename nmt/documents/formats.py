@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nmt.documents import gettext, markup_files, subtitles
+from nmt.documents import docx, gettext, markup_files, subtitles, xliff
 from nmt.documents.errors import DocumentError
 from nmt.documents.segments import Translate
 from nmt.errors import UserError
@@ -40,6 +40,8 @@ FORMATS = {
         Format("srt", (".srt",), "srt", subtitles.translate_srt),
         Format("vtt", (".vtt",), "webvtt-py", subtitles.translate_vtt),
         Format("po", (".po", ".pot"), "polib", gettext.translate_catalogue),
+        Format("xliff", (".xliff", ".xlf"), "lxml", xliff.translate_xliff),
+        Format("docx", (".docx",), "python-docx", docx.translate_docx, binary=True),
     )
 }
 BY_EXTENSION = {extension: entry for entry in FORMATS.values() for extension in entry.extensions}

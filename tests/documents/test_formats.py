@@ -5,15 +5,28 @@ and a file its library cannot read is an error naming where."""
 
 from __future__ import annotations
 
+import io
 import random
+import typing
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
+import docx
 import polib
 import pytest
 import srt
+from docx.opc.constants import RELATIONSHIP_TYPE as RT
+from docx.oxml import OxmlElement
+from docx.oxml.ns import qn
 
-from nmt.documents.formats import FORMATS, Settings, document_format, translate_document
+from nmt.cli.decoding_options import FormatOption
+from nmt.documents.formats import (
+    BY_EXTENSION,
+    FORMATS,
+    Settings,
+    document_format,
+    translate_document,
+)
 from nmt.documents.segments import SegmentTranslator
 from nmt.documents.subtitles import TAG
 from nmt.errors import UserError
@@ -51,6 +64,13 @@ def translated(name: str, data: bytes, **settings) -> tuple[bytes, Capitals]:
 
 def sentence(rng: random.Random, words: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(words)) + "."
+
+
+def test_the_command_offers_every_format_and_names_every_extension():
+    option = typing.get_args(typing.get_args(FormatOption)[0])[0]
+    assert typing.get_args(option) == tuple(FORMATS)
+    help_text = typing.get_args(FormatOption)[1].help
+    assert all(extension in help_text for extension in BY_EXTENSION)
 
 
 def test_formats_are_known_by_extension_and_plain_text_stays_line_by_line(tmp_path):
@@ -188,6 +208,104 @@ def test_xml_stays_well_formed_with_the_same_tree():
     assert after.find("p/g").text == "THE SMALL DOG"
 
 
+XLIFF_12 = b"""<?xml version="1.0" encoding="UTF-8"?>
+<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2">
+  <file source-language="en" datatype="plaintext" original="a.txt"><body>
+    <trans-unit id="1"><source>we see <g id="1">the small dog</g>.<x id="2"/></source></trans-unit>
+    <trans-unit id="2" translate="no"><source>keep</source></trans-unit>
+    <trans-unit id="3"><source>done</source><target>fertig</target></trans-unit>
+    <trans-unit id="4"><source>a bird &amp; we</source><target/></trans-unit>
+  </body></file>
+</xliff>
+"""
+XLIFF_20 = b"""<?xml version="1.0" encoding="UTF-8"?>
+<xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" version="2.0" srcLang="en">
+ <file id="f1"><unit id="u1">
+   <segment><source>we see <pc id="1">the dog</pc> <ph id="2"/> today.</source></segment>
+   <ignorable><source> </source></ignorable>
+   <segment state="final"><source>a bird.</source><target>ein Vogel.</target></segment>
+ </unit></file>
+</xliff>
+"""
+NS = {"x1": "urn:oasis:names:tc:xliff:document:1.2", "x2": "urn:oasis:names:tc:xliff:document:2.0"}
+
+
+def test_xliff_1_2_gets_targets_with_their_inline_codes_beside_untranslated_sources():
+    out, _ = translated("xliff", XLIFF_12, tgt_lang="de")
+    root = ET.fromstring(out)
+    assert root.find("x1:file", NS).get("target-language") == "de"
+    units = {unit.get("id"): unit for unit in root.iter(f"{{{NS['x1']}}}trans-unit")}
+    target = units["1"].find("x1:target", NS)
+    assert target.get("state") == "needs-review-translation"
+    assert target.get("state-qualifier") == "mt-suggestion"
+    assert (
+        ET.tostring(target, encoding="unicode")
+        .split(">", 1)[1]
+        .startswith('WE SEE <ns0:g id="1">THE SMALL DOG</ns0:g>.<ns0:x id="2" />')
+    )
+    assert units["2"].find("x1:target", NS) is None  # translate="no"
+    assert units["3"].find("x1:target", NS).text == "fertig"  # translated before: kept
+    assert units["4"].find("x1:target", NS).text == "A BIRD & WE"  # an empty target filled
+
+
+def test_xliff_2_segments_get_targets_and_the_file_its_target_language():
+    out, _ = translated("xliff", XLIFF_20, tgt_lang="de")
+    root = ET.fromstring(out)
+    assert root.get("trgLang") == "de"
+    first, ignorable, last = root.find("x2:file/x2:unit", NS)
+    assert first.get("state") == "translated"
+    assert "".join(first.find("x2:target", NS).itertext()) == "WE SEE THE DOG  TODAY."
+    assert [child.tag for child in first.find("x2:target", NS)] == [
+        f"{{{NS['x2']}}}pc", f"{{{NS['x2']}}}ph"
+    ]  # fmt: skip
+    assert ignorable.find("x2:target", NS) is None
+    assert (last.get("state"), last.find("x2:target", NS).text) == ("final", "ein Vogel.")
+
+
+def word_document() -> bytes:
+    """A Word document with bold and italic runs, a hyperlink, a table and a header."""
+    document = docx.Document()
+    paragraph = document.add_paragraph("we see ")
+    paragraph.add_run("the small dog").bold = True
+    paragraph.add_run(" because ")
+    paragraph.add_run("they").italic = True
+    paragraph.add_run(" sleep.")
+    linked = document.add_paragraph("visit ")
+    address = linked.part.relate_to("https://x.org", RT.HYPERLINK, is_external=True)
+    link = OxmlElement("w:hyperlink")
+    link.set(qn("r:id"), address)
+    run, text = OxmlElement("w:r"), OxmlElement("w:t")
+    text.text = "the bird"
+    run.append(text)
+    link.append(run)
+    linked._p.append(link)
+    linked.add_run(" today.")
+    document.add_paragraph("")
+    table = document.add_table(rows=1, cols=2)
+    table.cell(0, 0).text, table.cell(0, 1).text = "a dog", "we sleep"
+    document.sections[0].header.paragraphs[0].text = "the bird sleeps."
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def test_a_word_document_keeps_each_runs_formatting_with_its_words_and_its_links():
+    out, _ = translated("docx", word_document())
+    document = docx.Document(io.BytesIO(out))
+    first, linked, empty = document.paragraphs
+    runs = [(run.text, run.bold, run.italic) for run in first.runs if run.text.strip()]
+    assert runs == [
+        ("WE SEE", None, None), ("THE SMALL DOG", True, None), ("BECAUSE", None, None),
+        ("THEY", None, True), ("SLEEP.", None, None),
+    ]  # fmt: skip
+    assert first.text == "WE SEE THE SMALL DOG BECAUSE THEY SLEEP."
+    assert [link.address for link in linked.hyperlinks] == ["https://x.org"]
+    assert linked.hyperlinks[0].text == "THE BIRD" and linked.text == "VISIT THE BIRD TODAY."
+    assert empty.text == ""
+    assert [cell.text for cell in document.tables[0].rows[0].cells] == ["A DOG", "WE SLEEP"]
+    assert document.sections[0].header.paragraphs[0].text == "THE BIRD SLEEPS."
+
+
 def test_plain_text_keeps_its_lines_and_their_ends():
     out, translator = translated("txt", b"we see a dog. the bird sleeps.\r\n\nwe sleep {n} days\n")
     assert out == b"WE SEE A DOG. THE BIRD SLEEPS.\r\n\nWE SLEEP {n} DAYS\n"
@@ -202,6 +320,9 @@ def test_plain_text_keeps_its_lines_and_their_ends():
         ("xml", b"<doc>\n<p>a</doc>", "line 2, column 5: </doc> where </p> was expected"),
         ("html", b"caf\xe9", "line 1 is not UTF-8 (byte 3)"),
         ("vtt", b"NOT VTT\n", "line 1: a WebVTT file starts with WEBVTT"),
+        ("xliff", b'<xliff version="1.2">\n<file></xliff>', "line 2, column 15"),
+        ("xliff", b'<doc version="1.2"/>', "line 1: the root element is <doc version='1.2'>"),
+        ("docx", b"PK not a zip", "not a Word document (.docx) python-docx can open"),
     ],
 )
 def test_a_file_its_library_cannot_read_is_an_error_naming_where(name, data, where):
