@@ -52,13 +52,14 @@ MarkupOption = Annotated[
     ),
 ]
 FormatOption = Annotated[
-    Literal["txt", "html", "xml", "srt", "vtt", "po", "xliff", "docx"] | None,
+    Literal["txt", "html", "xml", "md", "srt", "vtt", "po", "xliff", "docx"] | None,
     typer.Option(
         "--format",
         metavar="FORMAT",
-        help="Translate --input as a whole file of this format: txt, html, xml, srt, vtt, "
-        "po, xliff, docx (default: by its extension, .html .htm .xhtml .xml .srt .vtt .po "
-        ".pot .xliff .xlf .docx; other files, .txt among them, are translated line by line).",
+        help="Translate --input as a whole file of this format: txt, html, xml, md, srt, "
+        "vtt, po, xliff, docx (default: by its extension, .html .htm .xhtml .xml .md "
+        ".markdown .srt .vtt .po .pot .xliff .xlf .docx; other files, .txt among them, are "
+        "translated line by line).",
     ),
 ]
 KeepOption = Annotated[

@@ -611,15 +611,21 @@ class _Placer:
 
     def _point(self, index: int, element: Element) -> int:
         """Where an element without words goes: before the target word aligned to the source
-        word after it, else after the one aligned to the word before; inside its parent's
-        words and no other tag's."""
+        word after it, else after the one aligned to the word before (first, where it was
+        glued to the word before and not to the one after); inside its parent's words and
+        no other tag's."""
         if not self.target_words:
             return self.length
         low, high = self._parent_span(element)
         after = bisect.bisect_left(self.source_starts, element.start)
-        if after < len(self.source_words) and self.aligned.get(after):
+        text, at = self.sentence.text, element.start
+        glued_before = at > 0 and not text[at - 1].isspace()  # "word</b> next"
+        glued_after = at < len(text) and not text[at].isspace()
+        next_word = after < len(self.source_words) and self.aligned.get(after)
+        word_before = after > 0 and self.aligned.get(after - 1)
+        if next_word and not (glued_before and not glued_after and word_before):
             word, at_end = min(self.aligned[after]), False
-        elif after > 0 and self.aligned.get(after - 1):
+        elif word_before:
             word, at_end = max(self.aligned[after - 1]), True
         else:  # no aligned neighbour: the same share of the way through the words
             share = after / max(len(self.source_words), 1)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nmt.documents import docx, gettext, markup_files, subtitles, xliff
+from nmt.documents import docx, gettext, markdown, markup_files, subtitles, xliff
 from nmt.documents.errors import DocumentError
 from nmt.documents.segments import Translate
 from nmt.errors import UserError
@@ -37,6 +37,7 @@ FORMATS = {
         Format("txt", (".txt",), "a paragraph a line", markup_files.translate_text),
         Format("html", (".html", ".htm", ".xhtml"), "html.parser", markup_files.translate_html),
         Format("xml", (".xml",), "html.parser, XML's rules", markup_files.translate_xml),
+        Format("md", (".md", ".markdown"), "markdown-it-py", markdown.translate_markdown),
         Format("srt", (".srt",), "srt", subtitles.translate_srt),
         Format("vtt", (".vtt",), "webvtt-py", subtitles.translate_vtt),
         Format("po", (".po", ".pot"), "polib", gettext.translate_catalogue),

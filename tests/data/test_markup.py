@@ -74,7 +74,7 @@ def test_a_line_break_parts_words_for_the_model_and_is_copied_as_it_stood():
     (sentence,) = parse(line, "html")
     assert sentence.text == "a bird because we  sleep" and render([sentence]) == line
     output = project(sentence, "ein Vogel weil wir schlafen", diagonal(5))
-    assert output == "ein Vogel <br>weil wir <br/>schlafen"  # each before the word after
+    assert output == "ein Vogel<br> weil wir<br/> schlafen"  # each glued to the word before
 
 
 def test_untranslated_elements_are_copied_untouched():

@@ -306,6 +306,45 @@ def test_a_word_document_keeps_each_runs_formatting_with_its_words_and_its_links
     assert document.sections[0].header.paragraphs[0].text == "THE BIRD SLEEPS."
 
 
+MARKDOWN = """\
+# The *small* dog ##
+
+A paragraph with **bold**, [a link](https://x.org/ä "T"), `a_code` and ![a bird](a.png)
+on two lines.\\
+A break, <https://auto.org> and a \\*star\\*.
+
+> quoted **text**
+> more
+
+1. item one
+2. item *two*
+
+| a | b |
+|---|:-:|
+| c **d** | e |
+
+```py
+we sleep = 1
+```
+Title
+=====
+"""
+
+
+def test_markdown_keeps_its_blocks_markers_code_and_link_targets():
+    out, translator = translated("md", MARKDOWN.encode())
+    assert out.decode() == (
+        "# THE *SMALL* DOG ##\n\n"
+        'A PARAGRAPH WITH **BOLD**, [A LINK](https://x.org/ä "T"), `a_code` AND ![a bird](a.png)'
+        " ON TWO LINES.\\\nA BREAK, <https://auto.org> AND A \\*STAR\\*.\n\n"
+        "> QUOTED **TEXT** MORE\n\n"
+        "1. ITEM ONE\n2. ITEM *TWO*\n\n"
+        "| A | B |\n|---|:-:|\n| C **D** | E |\n\n"
+        "```py\nwe sleep = 1\n```\nTITLE\n=====\n"
+    )
+    assert "A break, and a *star*." in translator.sentences  # the autolink held out
+
+
 def test_plain_text_keeps_its_lines_and_their_ends():
     out, translator = translated("txt", b"we see a dog. the bird sleeps.\r\n\nwe sleep {n} days\n")
     assert out == b"WE SEE A DOG. THE BIRD SLEEPS.\r\n\nWE SLEEP {n} DAYS\n"
