@@ -59,14 +59,19 @@ def document_format(path: Path | None, given: str | None) -> Format | None:
 
 
 def translate_document(
-    data: bytes, document: Format, translate: Translate, settings: Settings, name: str
+    data: bytes,
+    document: Format,
+    translate: Translate,
+    settings: Settings,
+    name: str,
+    naming: str = "--format",
 ) -> bytes:
     """The file's bytes translated; a file its library cannot read is a UserError naming
-    `name` and where in it."""
+    `name` and where in it (and `naming`, where another format is named)."""
     try:
         return document.translate(data, translate, settings)
     except DocumentError as error:
         raise UserError(
             f"{name}: not a {document.name} file its library ({document.library}) can read: "
-            f"{error}. Fix it there, or give --format to read it as another format."
+            f"{error}. Fix it there, or give {naming} to read it as another format."
         ) from None

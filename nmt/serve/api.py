@@ -149,10 +149,18 @@ class ModelInfo(BaseModel):
     decode: dict[str, float | int | bool | str | None]
 
 
+class FileFormat(BaseModel):
+    name: str
+    extensions: list[str]
+
+
 class LimitsInfo(BaseModel):
     max_sentences: int = Field(description="Sentences one request may hold (--max-sentences).")
     max_body_bytes: int = Field(description="The largest request body (--max-body-kib).")
     max_beam: int = Field(description="The largest beam and n_best a request may ask for.")
+    file_formats: list[FileFormat] = Field(
+        description="The formats POST /translate_file takes, each with its file extensions."
+    )
 
 
 class Health(BaseModel):

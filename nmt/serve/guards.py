@@ -65,11 +65,16 @@ def declare_bearer(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+# bodies that are files, uploaded as multipart form data: held to the size limit alone
+FILE_PATHS = frozenset({"/translate_file"})
+
+
 class BodyGuard:
     """Request bodies over `limit` bytes get 413 (by Content-Length before reading, or as
     they stream in); a body that is not UTF-8 gets 400 naming the byte offset. A body that
     passes is handed on whole, as JSON whatever its Content-Type says: OpenNMT-py's server
-    reads it so, and its clients (and `curl -d`) may send a form type."""
+    reads it so, and its clients (and `curl -d`) may send a form type. An upload to
+    FILE_PATHS is handed on as it came."""
 
     def __init__(self, app: Any, limit: int):
         self.app = app
@@ -94,6 +99,9 @@ class BodyGuard:
                 return
             if not message.get("more_body", False):
                 break
+        if scope.get("path") in FILE_PATHS:
+            await self.app(scope, _replay(bytes(body), receive), send)
+            return
         try:
             body.decode("utf-8")
         except UnicodeDecodeError as error:

@@ -47,6 +47,7 @@ from nmt.serve.api import (
     error_details,
 )
 from nmt.serve.catalog import ServedModel, chained, load_models, translate_items
+from nmt.serve.files import file_formats, serve_files
 from nmt.serve.guards import ApiKeyGuard, BodyGuard, declare_bearer
 from nmt.serve.microbatch import MicroBatcher
 from nmt.serve.planning import plan, refused
@@ -115,6 +116,7 @@ def create_app(
     )
     _answer_errors(app)
     _serve_api(app, models, limits, batcher)
+    serve_files(app, models)
     _serve_page(app)
     app.add_middleware(BodyGuard, limit=limits.max_body_bytes)
     if api_key:
@@ -197,6 +199,7 @@ def _serve_api(
             "max_sentences": limits.max_sentences,
             "max_body_bytes": limits.max_body_bytes,
             "max_beam": MAX_BEAM,
+            "file_formats": file_formats(),
         }
 
     @app.get("/translator/health", response_model=Health)
