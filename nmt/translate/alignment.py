@@ -39,12 +39,26 @@ def word_alignment(
 ) -> list[tuple[int, int]]:
     """attention [steps, H, S] -> sorted (source word, target word) pairs.
 
-    Heads are averaged; rows beyond the target pieces (the eos step) are ignored.
+    Heads are averaged; rows beyond the target pieces (the eos step) are ignored, and so
+    are punctuation pieces of a word that has others ("." of "hat."), which would tie the
+    word to the source word whose punctuation they attend to.
     """
     src_words, tgt_words = word_indices(src_pieces), word_indices(tgt_pieces)
     strongest = attention[: len(tgt_pieces)].mean(1).argmax(-1).tolist()  # [T] source piece
-    pairs = {(src_words[j], tgt_words[i]) for i, j in enumerate(strongest)}
+    lettered = {tgt_words[i] for i, piece in enumerate(tgt_pieces) if not _punctuation(piece)}
+    pairs = {
+        (src_words[j], tgt_words[i])
+        for i, j in enumerate(strongest)
+        if not (_punctuation(tgt_pieces[i]) and tgt_words[i] in lettered)
+    }
     return sorted((i, j) for i, j in pairs if i is not None and j is not None)
+
+
+def _punctuation(piece: str) -> bool:
+    """A piece of punctuation alone ("." of "dog."): its word's other pieces align it; on
+    its own it attends to the source's punctuation, which would tie the word there."""
+    text = piece.replace(WORD_START, "")
+    return bool(text) and not any(char.isalnum() for char in text)
 
 
 def pharaoh(pairs: Sequence[tuple[int, int]]) -> str:

@@ -19,3 +19,13 @@ def test_each_target_word_aligns_to_the_source_word_it_attends_to_most():
     pairs = word_alignment(attention, src, tgt)
     assert pairs == [(0, 0), (1, 1), (2, 2)]
     assert pharaoh(pairs) == "0-0 1-1 2-2"
+
+
+def test_a_words_punctuation_piece_does_not_tie_it_to_the_sources_punctuation():
+    src = ["▁the", "▁dog", ".", "▁sleeps", "."]
+    tgt = ["▁der", "▁Hund", "▁schläft", ".", "▁."]
+    attention = torch.zeros(6, 1, 5)
+    for step, piece in enumerate([0, 1, 3, 4, 4, 4]):  # "." of "schläft." and "." attend "."
+        attention[step, 0, piece] = 1.0
+    # "schläft." aligns by "schläft" alone; the lone "." word by its punctuation
+    assert word_alignment(attention, src, tgt) == [(0, 0), (1, 1), (2, 2), (2, 3)]
