@@ -63,20 +63,41 @@ def plot_attention(
     rows = math.ceil(heads / HEAD_COLUMNS) if heads > 1 else 0
     # a head panel is a quarter of the width with square cells, plus its title
     grid_height = rows * (width / HEAD_COLUMNS * steps / src_len + 0.3)
-    figure = Figure(figsize=(width, height + grid_height), layout="constrained")
+    # margins set from the labels' lengths: matplotlib's constrained layout, which measures
+    # every label, took half of each plot's time
+    figure = Figure(figsize=(width, height + grid_height))
     FigureCanvasAgg(figure)
     if heads == 1:
         _labelled_heatmap(figure, attention[:, 0], src_labels, tgt_labels, title)
+        _margins(figure, width, height, src_labels, tgt_labels)
     else:
         average, grid = figure.subfigures(2, 1, height_ratios=[height, grid_height])
         subtitle = f"{title} (mean of {heads} heads)"
         _labelled_heatmap(average, attention.mean(1), src_labels, tgt_labels, subtitle)
+        _margins(average, width, height, src_labels, tgt_labels)
         for head, panel in enumerate(grid.subplots(rows, HEAD_COLUMNS, squeeze=False).flat):
             panel.set_axis_off()
             if head < heads:
                 panel.imshow(attention[:, head].numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
                 panel.set_title(f"head {head}", fontsize=8)
+        grid.subplots_adjust(left=0.02, right=0.98, bottom=0.02, top=0.92, hspace=0.35)
     figure.savefig(path, dpi=100)
+
+
+CHARACTER = 0.08  # inches a label's character takes at font size 9
+
+
+def _margins(figure, width, height, src_labels, tgt_labels) -> None:
+    """Room for the target labels and the axis title on the left, the rotated source labels
+    below, the title above and the colour bar's labels on the right."""
+    left = 0.45 + CHARACTER * max(map(len, tgt_labels), default=1)
+    bottom = 0.5 + CHARACTER * max(map(len, src_labels), default=1)
+    figure.subplots_adjust(
+        left=min(left / width, 0.45),
+        right=1 - min(0.9 / width, 0.3),
+        bottom=min(bottom / height, 0.45),
+        top=1 - min(0.35 / height, 0.2),
+    )
 
 
 def _labelled_heatmap(
