@@ -101,6 +101,9 @@ class DataConfig:
     # Clean the train split as it is read, with the filters of the `clean` section
     # (nmt/data/cleaning.py; `nmt clean` writes a cleaned copy instead)
     clean: bool = False
+    # A share of the training pairs with placeholder tags around phrases that translate each
+    # other (nmt/data/markup_augment.py), so the model learns to carry tags itself
+    markup_augment: float = 0.0
 
     def __post_init__(self) -> None:
         _require(
@@ -111,6 +114,16 @@ class DataConfig:
         self._check_directions()
         self._check_extra_train()
         _require(self.max_len > 0, "max_len", f"must be positive, got {self.max_len}")
+        _require(
+            0 <= self.markup_augment < 1,
+            "markup_augment",
+            f"must be a share in [0, 1), got {self.markup_augment}",
+        )
+        _require(
+            not (self.markup_augment and (self.streaming or self.num_proc)),
+            "markup_augment",
+            "tags the train split in memory: set data.streaming: false and data.num_proc: null",
+        )
         _require(self.num_proc is None or self.num_proc > 0, "num_proc", "must be positive or null")
         _require(
             not (self.streaming and self.num_proc),

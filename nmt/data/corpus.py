@@ -18,6 +18,7 @@ from pathlib import Path
 from nmt.config import DataConfig, Experiment
 from nmt.data.cleaning import cleaned_pairs, cleaning, train_pairs
 from nmt.data.directions import balanced_lines, direction_name
+from nmt.data.markup_augment import SYMBOLS, with_markup
 from nmt.data.sources import (
     IndexedSource,
     SampledSource,
@@ -26,7 +27,7 @@ from nmt.data.sources import (
     memory_source,
 )
 from nmt.data.splits import ParallelText, cache_dir, load_split, load_train_split
-from nmt.data.tokenizer import Tokenizer, build_tokenizer
+from nmt.data.tokenizer import Tokenizer, build_tokenizer, check_symbols
 from nmt.errors import UserError
 
 TOKENIZER_SAMPLE = 200_000
@@ -68,15 +69,29 @@ def _in_memory(
 ) -> tuple[Tokenizer, IndexedSource | SampledSource]:
     limits = config.data.max_pairs or {}
     texts = {
-        name: _cleaned(_first_pairs(load_train_split(one), limits.get(name)), one, config)
+        name: _tagged(
+            _cleaned(_first_pairs(load_train_split(one), limits.get(name)), one, config), config
+        )
         for name, one in directions.items()
     }
     if tokenizer is None:
         tokenizer = _trained_tokenizer(config, texts)
+    elif config.data.markup_augment:
+        check_symbols(
+            tokenizer, SYMBOLS, "the tokenizer of train.init_from (or of the run resumed)"
+        )
     if tokenizer.tags:
         counts = target_piece_counts(tokenizer, config.data.pairs, texts)
         tokenizer = dataclasses.replace(tokenizer, target_pieces=counts, tag_place=config.data.tags)
     return tokenizer, memory_source(texts, tokenizer, config)
+
+
+def _tagged(text: ParallelText, config: Experiment) -> ParallelText:
+    """The train split with data.markup_augment's share of its pairs tagged."""
+    if not config.data.markup_augment:
+        return text
+    src, tgt = with_markup(text.src, text.tgt, config.data.markup_augment, config.train.seed)
+    return dataclasses.replace(text, src=src, tgt=tgt)
 
 
 def target_piece_counts(
@@ -170,16 +185,17 @@ def _trained_tokenizer(config: Experiment, texts: dict[str, ParallelText]) -> To
     languages and one of the target languages without a joint tokenizer), with a tag per
     target language when there are several of those."""
     data, cache = config.data, cache_dir(config.data)
+    symbols = SYMBOLS if data.markup_augment else ()
     if len(texts) == 1:
         (text,) = texts.values()
-        return build_tokenizer(config.tokenizer, text.src, text.tgt, cache)
+        return build_tokenizer(config.tokenizer, text.src, text.tgt, cache, symbols=symbols)
     tags = data.target_languages if len(data.target_languages) > 1 else ()
     if config.tokenizer.joint:
         lines = _balanced(config, data.pairs, texts, ("src", "tgt"))
-        return build_tokenizer(config.tokenizer, lines, [], cache, tags)
+        return build_tokenizer(config.tokenizer, lines, [], cache, tags, symbols)
     src_lines = _balanced(config, data.pairs, texts, ("src",))
     tgt_lines = _balanced(config, data.pairs, texts, ("tgt",))
-    return build_tokenizer(config.tokenizer, src_lines, tgt_lines, cache, tags)
+    return build_tokenizer(config.tokenizer, src_lines, tgt_lines, cache, tags, symbols)
 
 
 def _balanced(

@@ -329,9 +329,11 @@ def build_tokenizer(
     tgt_lines: Sequence[str],
     cache_dir: Path,
     tags: Sequence[str] = (),
+    symbols: Sequence[str] = (),
 ) -> Tokenizer:
     """Loads `config.model` or trains SentencePiece on the train split (cached by content);
-    `tags`: the target languages a joint vocabulary gets a tag for."""
+    `tags`: the target languages a joint vocabulary gets a tag for; `symbols`: strings that
+    must each be one piece of their own (data.markup_augment's tags)."""
     if config.model:
         path = Path(config.model)
         try:
@@ -340,22 +342,42 @@ def build_tokenizer(
             raise UserError(f"tokenizer.model: cannot read {path}: {error.strerror}.") from None
         except RuntimeError:
             raise UserError(f"tokenizer.model: {path} is not a SentencePiece model.") from None
+        check_symbols(Tokenizer(vocab, vocab), symbols, f"tokenizer.model {path}")
         return Tokenizer(vocab, vocab)
     if config.joint:
-        vocab = _trained_vocab(config, [*src_lines, *tgt_lines], cache_dir)
+        vocab = _trained_vocab(config, [*src_lines, *tgt_lines], cache_dir, symbols)
         vocab = Vocab(vocab.model_proto, tags) if tags else vocab
         return Tokenizer(vocab, vocab)
     return Tokenizer(
-        _trained_vocab(config, src_lines, cache_dir), _trained_vocab(config, tgt_lines, cache_dir)
+        _trained_vocab(config, src_lines, cache_dir, symbols),
+        _trained_vocab(config, tgt_lines, cache_dir, symbols),
     )
 
 
-def _trained_vocab(config: TokenizerConfig, lines: Sequence[str], cache_dir: Path) -> Vocab:
+def check_symbols(tokenizer: Tokenizer, symbols: Sequence[str], named: str) -> None:
+    """A UserError unless both sides read each of `symbols` as one piece of its own."""
+    missing = [
+        symbol for symbol in symbols for vocab in (tokenizer.src, tokenizer.tgt)
+        if vocab.processor.piece_to_id(symbol) == vocab.unk_id
+    ]  # fmt: skip
+    if missing:
+        raise UserError(
+            f"{named} has no piece of its own for {', '.join(sorted(set(missing)))}, which "
+            "data.markup_augment's tags need: let nmt train the SentencePiece model (leave "
+            "tokenizer.model out), or set data.markup_augment: 0."
+        )
+
+
+def _trained_vocab(
+    config: TokenizerConfig, lines: Sequence[str], cache_dir: Path, symbols: Sequence[str] = ()
+) -> Vocab:
     settings = dict(
         vocab_size=config.vocab_size,
         model_type=config.type,
         character_coverage=config.character_coverage,
     )
+    if symbols:
+        settings["user_defined_symbols"] = list(symbols)
     digest = hashlib.sha256(repr(sorted(settings.items())).encode())
     for line in lines:
         digest.update(line.encode())
