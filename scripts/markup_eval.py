@@ -91,7 +91,10 @@ def demo(args) -> dict:
     translator = Translator.load(args.checkpoint, beam=args.beam)
     lines = tagged_demo(args.lines, args.seed)
     started = time.perf_counter()
-    outputs = [t.text for t in translator.translate([line for line, _ in lines], markup="html")]
+    tagged = [line for line, _ in lines]
+    outputs = [
+        t.text for t in translator.translate(tagged, markup="html", placement=args.placement)
+    ]
     seconds = time.perf_counter() - started
     whole = placed = scored = 0
     for (line, nouns), output in zip(lines, outputs, strict=True):
@@ -117,6 +120,7 @@ def demo(args) -> dict:
         "tags_scored": scored,
         "placement": round(placed / max(scored, 1), 4),
         "sentences_per_s": round(len(lines) / seconds, 1),
+        "placement_by": args.placement or "default",
     }
 
 
@@ -179,6 +183,7 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=500)
     parser.add_argument("--seed", type=int, default=20261207)
     parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--placement", choices=("projection", "model", "both"))
     parser.add_argument("--src")
     parser.add_argument("--ref")
     args = parser.parse_args()

@@ -28,6 +28,7 @@ from nmt.cli.decoding_options import (
     KeptOutputOption,
     MarkupOption,
     ModelDirOption,
+    PlacementOption,
     PrefixOption,
     SplitOption,
     TranslationsOutputOption,
@@ -78,6 +79,7 @@ def translate(
     markup: MarkupOption = None,
     keep: KeepOption = None,
     format: FormatOption = None,
+    markup_placement: PlacementOption = None,
     decode: dict | None = None,
 ) -> None:
     """Translate text with a checkpoint: one output line per input line, in input order.
@@ -109,6 +111,11 @@ def translate(
             marked,
         )  # fmt: skip
         _check_markup(marked, keep, decode, alignments, attention_plots, constraints, prefix)
+        if markup_placement and not marked:
+            raise UserError(
+                "--markup-placement places the tags of marked-up lines and files: add --markup "
+                "html or --markup xml, or translate a file of a format --format names."
+            )
         if output is not None:  # the inputs options name, before the slow work
             given = [("--input", input), ("--constraints", constraints), ("--prefix", prefix)]
             inputs = [*given, *checkpoint_inputs(checkpoint), *checkpoint_inputs(then, "--then")]
@@ -138,7 +145,10 @@ def translate(
             if output is not None:  # and every file opened since: a shortlist, a model's files
                 check_output(output, "--output")
             if document is not None:
-                translate_file(document, input, output, translator, keep, src_lang, tgt_lang)
+                translate_file(
+                    document, input, output, translator, keep, src_lang, tgt_lang,
+                    markup_placement,
+                )  # fmt: skip
                 return
             with output_stream(output) as sink:
                 write_translations(
@@ -152,6 +162,7 @@ def translate(
                     src_lang=src_lang,
                     markup=markup,
                     keep=keep or (),
+                    placement=markup_placement,
                 )
 
     guarded(action)

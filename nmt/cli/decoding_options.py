@@ -51,6 +51,17 @@ MarkupOption = Annotated[
         "elements copied untouched.",
     ),
 ]
+PlacementOption = Annotated[
+    Literal["projection", "model", "both"] | None,
+    typer.Option(
+        "--markup-placement",
+        metavar="projection|model|both",
+        help="Where tags go: by the word alignments (projection), where a model trained with "
+        "data.markup_augment writes them (model), or there and by the alignments where it "
+        "does not write them each once and in order (both; the default for such a model, "
+        "projection for any other).",
+    ),
+]
 FormatOption = Annotated[
     Literal["txt", "html", "xml", "md", "srt", "vtt", "po", "xliff", "docx"] | None,
     typer.Option(

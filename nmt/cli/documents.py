@@ -40,6 +40,7 @@ def translate_file(
     keep: list[str] | None,
     src_lang: str | None,
     tgt_lang: str | None,
+    placement: str | None = None,
 ) -> None:
     """Translates the file whole and writes it to `output` (checked against every file the
     command read, written atomically), or to standard output."""
@@ -52,7 +53,8 @@ def translate_file(
         data = record(input, "--input").read_bytes()
     except OSError as error:
         raise UserError(f"cannot read {input}: {error.strerror}.") from None
-    segments = SegmentTranslator(translator, keep=keep or (), src_lang=src_lang)
+    options = {"placement": placement} if placement else {}
+    segments = SegmentTranslator(translator, keep=keep or (), src_lang=src_lang, options=options)
     settings = Settings(tgt_lang=tgt_lang or _written_language(translator))
     translated = translated_bytes(data, document, segments, settings, str(input))
     if output is None:

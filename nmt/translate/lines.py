@@ -153,6 +153,7 @@ def write_translations(
     src_lang: str | None = None,
     markup: MarkupKind | None = None,
     keep: Sequence[str] = (),
+    placement: str | None = None,
 ) -> None:
     """Translates the input group by group (see InputLines), `chunk` lines at a time, and
     writes each translation as it comes. `constraints` and `prefixes` hold one entry per
@@ -172,7 +173,7 @@ def write_translations(
             if markup is not None:
                 translations = marked_stream(
                     translator, group, markup, chunk=chunk, done=progress.advance, first=index,
-                    src_lang=src_lang, keep=keep,
+                    src_lang=src_lang, keep=keep, placement=placement,
                 )  # fmt: skip
             else:
                 translations = translator.stream(

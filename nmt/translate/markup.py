@@ -15,15 +15,29 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from sentencex import segment
 
-from nmt.data.markup import MarkupError, MarkupKind, Sentence, kept, parse, project
+from nmt.data.markup import (
+    MarkupError,
+    MarkupKind,
+    ModelTags,
+    Sentence,
+    kept,
+    model_tags,
+    parse,
+    place_by_model,
+    project,
+)
+from nmt.data.markup_augment import SYMBOLS
 from nmt.errors import UserError
 from nmt.search import Hypothesis
 from nmt.translate.pipeline import CHUNK_LINES, Numbering
 from nmt.translate.results import Candidate, Translation
+
+Placement = Literal["projection", "model", "both"]
+PLACEMENTS: tuple[Placement, ...] = ("projection", "model", "both")
 
 
 def sentence_splitter(language: str | None) -> Callable[[str], list[str]]:
@@ -95,6 +109,7 @@ def marked_stream(
     src_lang: str | None = None,
     keep: Sequence[str] = (),
     escaped: bool | None = None,
+    placement: Placement | None = None,
     **options: Any,
 ) -> Iterator[Translation]:
     """Each marked-up line's Translation, in order, `chunk` lines at a time: its text is the
@@ -102,9 +117,16 @@ def marked_stream(
     (plain text, with its word alignment). `first`: as `stream`'s, the number of the first
     line or each line's own (errors name it, and a line's sentences sample by it); `keep`:
     patterns of text to copy untouched besides PLACEHOLDERS; `escaped`: as `parse`'s;
-    `options`: `translator.stream`'s."""
+    `placement`: how tags find their place (PLACEMENTS; None: "both" for a model trained
+    with data.markup_augment, else "projection"); `options`: `translator.stream`'s."""
     language = src_lang or (translator.source_languages or [None])[0]
     split, held = sentence_splitter(language), held_out(keep)
+    placement = placement or ("both" if knows_tags(translator) else "projection")
+    if placement != "projection" and not knows_tags(translator):
+        raise UserError(
+            f"markup placement {placement!r} needs a model trained with data.markup_augment "
+            "(it writes the tags itself); this one was not: use projection."
+        )
     numbers = itertools.count(first) if isinstance(first, int) else iter(first)
     lines = iter(lines)
     while batch := list(itertools.islice(lines, chunk or None)):
@@ -120,31 +142,33 @@ def marked_stream(
             for part in parts
             if isinstance(part, Sentence)
         ]
+        tags = [None if placement == "projection" else model_tags(s) for s in sentences]
+        read = [(t.text if t else s.text) for s, t in zip(sentences, tags, strict=True)]
         found = translator.stream(
-            [" ".join(sentence.text.split()) for sentence in sentences],  # a line's breaks too
+            [" ".join(text.split()) for text in read],  # a line's breaks too
             alignments=True,
             chunk=None,
             first=owners,
             src_lang=src_lang,
             **options,
         )
-        translated = iter(list(found))
+        translated = iter(list(zip(found, tags, strict=True)))
         for line, parts in zip(batch, parsed, strict=True):
-            yield _joined(line, parts, translated)
+            yield _joined(line, parts, translated, placement)
         if done is not None:
             done(len(batch))
 
 
-def _joined(line: str, parts: Sequence, translated: Iterator[Translation]) -> Translation:
+def _joined(line: str, parts: Sequence, translated: Iterator, placement: Placement) -> Translation:
     """A line's Translation from its parts and the translations of its sentences."""
     text, own = [], []
     for part in parts:
         if not isinstance(part, Sentence):
             text.append(part)
             continue
-        translation = next(translated)
+        translation, tags = next(translated)
         own.append(translation)
-        text.append(project(part, translation.text, alignment_pairs(translation.alignment)))
+        text.append(_placed(part, translation, tags, placement))
     hypotheses = [t.hypotheses[0] for t in own if t.nbest]
     merged = Hypothesis(
         tokens=[token for h in hypotheses for token in h.tokens],
@@ -157,6 +181,48 @@ def _joined(line: str, parts: Sequence, translated: Iterator[Translation]) -> Tr
     truncated = any(t.truncated for t in own)
     src_ids = [token for t in own for token in t.src_ids]
     return Translation(line, src_ids, [candidate], truncated=truncated, sentences=tuple(own))
+
+
+def _placed(
+    sentence: Sentence, translation: Translation, tags: ModelTags | None, placement: Placement
+) -> str:
+    """The sentence's translation with its tags: where the model wrote them (model, both),
+    else by the alignments (both, projection); a model's tags it did not write each once
+    and in order fall back to wrapping its parent's words (model)."""
+    if tags is None:
+        return project(sentence, translation.text, alignment_pairs(translation.alignment))
+    placed = place_by_model(sentence, tags, translation.text)
+    if placed is not None:
+        return placed
+    plain = " ".join(w for w in translation.text.split() if w not in SYMBOLS)
+    links = [] if placement == "model" else _without_symbols(translation, tags.text)
+    return project(sentence, plain, links)
+
+
+def _without_symbols(translation: Translation, source: str) -> list[tuple[int, int]]:
+    """The translation's alignment between the words of both sides but the placeholders."""
+
+    def numbering(words: list[str]) -> list[int | None]:
+        count, out = 0, []
+        for word in words:
+            out.append(None if word in SYMBOLS else count)
+            count += word not in SYMBOLS
+        return out
+
+    src, tgt = numbering(source.split()), numbering(translation.text.split())
+    return [
+        (src[i], tgt[j]) for i, j in alignment_pairs(translation.alignment)
+        if i < len(src) and j < len(tgt) and src[i] is not None and tgt[j] is not None
+    ]  # fmt: skip
+
+
+def knows_tags(translator: Any) -> bool:
+    """Whether the translator's model was trained with data.markup_augment's tags."""
+    tokenizer = getattr(translator, "tokenizer", None)
+    if tokenizer is None:
+        return False
+    vocab = tokenizer.src
+    return all(vocab.processor.piece_to_id(s) != vocab.unk_id for s in SYMBOLS)
 
 
 def alignment_pairs(alignment: str | None) -> list[tuple[int, int]]:

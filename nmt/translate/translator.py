@@ -37,7 +37,7 @@ from nmt.translate.loading import (
     precision_named,
     tokenizer_towards,
 )
-from nmt.translate.markup import check_marked_options, marked_stream
+from nmt.translate.markup import Placement, check_marked_options, marked_stream
 from nmt.translate.pair_scores import Target, check_targets, score_pairs
 from nmt.translate.pipeline import CHUNK_LINES, Numbering, Wanted, per_sentence, translate_stream
 from nmt.translate.results import PairScore, Translation
@@ -150,6 +150,7 @@ class Translator:
         prefix: str | Sequence[str | None] | None = None,
         markup: MarkupKind | None = None,
         keep: Sequence[str] = (),
+        placement: Placement | None = None,
         **options: Any,
     ) -> Translation | list[Translation]:
         """Translates one sentence (a str: one Translation) or a list (one each, in order),
@@ -158,16 +159,21 @@ class Translator:
         starts with, or one per sentence): nmt/search/constraints.py; `markup` ("html" or
         "xml"): each text is marked up, translated sentence by sentence with its tags kept
         (nmt/translate/markup.py), with what `keep`'s regular expressions match copied
-        untouched besides URLs, e-mail addresses, numbers with units and format variables;
-        the rest: `stream`'s."""
+        untouched besides URLs, e-mail addresses, numbers with units and format variables,
+        and each tag placed by `placement` (nmt/translate/markup.py's PLACEMENTS); the rest:
+        `stream`'s."""
         single = isinstance(sentences, str)
         lines = [sentences] if single else _sentences(sentences)
         if markup is not None:
             check_marked_options(constraints=constraints, prefix=prefix, **options)
-            found = list(marked_stream(self, lines, markup, chunk=None, keep=keep, **options))
+            found = list(
+                marked_stream(
+                    self, lines, markup, chunk=None, keep=keep, placement=placement, **options
+                )
+            )
             return found[0] if single else found
-        if keep:
-            raise UserError("keep= holds text out of marked-up text: give markup= too.")
+        if keep or placement:
+            raise UserError("keep= and placement= are for marked-up text: give markup= too.")
         guides = per_sentence(constraints, lines, single, "constraints", parse_constraints)
         starts = per_sentence(prefix, lines, single, "prefix", prefix_text)
         found = list(self.stream(lines, constraints=guides, prefix=starts, chunk=None, **options))

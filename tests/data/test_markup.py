@@ -13,7 +13,9 @@ from nmt.data.markup import (
     MarkupError,
     Sentence,
     kept,
+    model_tags,
     parse,
+    place_by_model,
     plain,
     project,
     render,
@@ -167,6 +169,37 @@ def test_plain_text_keeps_its_characters_unescaped():
     (sentence,) = parse("a < b & {x} > c", "text", keep=PLACEHOLDERS)
     assert sentence.text == "a < b &  > c"
     assert project(sentence, "a < b & > c", [(i, i) for i in range(5)]) == "a < b & {x} > c"
+
+
+def test_a_model_trained_with_tags_reads_placeholders_and_its_own_places_are_kept():
+    (sentence,) = parse("The <b>big <i>red</i> dog</b> runs <br> fast.", "html")
+    tags = model_tags(sentence)
+    assert tags.text == "The <t1> big <t2> red </t2> dog </t1> runs <t0/> fast."
+    written = "Der <t1> große <t2> rote </t2> Hund </t1> läuft <t0/> schnell."
+    assert place_by_model(sentence, tags, written) == (
+        "Der <b>große <i>rote</i> Hund</b> läuft <br>schnell."
+    )
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "Der <t1> große Hund </t1> läuft schnell.",  # a placeholder missing
+        "Der <t1> große <t2> rote </t2> Hund </t1> <t1> läuft <t0/> schnell.",  # one twice
+        "Der </t1> große <t2> rote </t2> Hund <t1> läuft <t0/> schnell.",  # closed first
+        "Der <t1> große <t2> rote Hund </t1> läuft </t2> <t0/> schnell.",  # crossing
+        "Der <t2> große </t2> <t1> Hund </t1> läuft <t0/> schnell.",  # nested apart
+    ],
+)
+def test_placeholders_not_written_once_in_order_and_nested_are_not_used(written):
+    (sentence,) = parse("The <b>big <i>red</i> dog</b> runs <br> fast.", "html")
+    assert place_by_model(sentence, model_tags(sentence), written) is None
+
+
+def test_more_tags_than_placeholders_or_a_tag_inside_a_word_leave_the_model_out():
+    assert model_tags(parse("<b>a</b> <i>b</i> <u>c</u>", "html")[0]) is None
+    assert model_tags(parse("a<br>b<br>c", "html")[0]) is None
+    assert model_tags(parse("the <b>dog</b>s", "html")[0]) is None
 
 
 WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota"]

@@ -40,33 +40,39 @@ const ownTarget = {};  // model id -> the language it writes by default (its fir
 const sourceLanguages = {};  // model id -> the languages it reads
 const chainedLanguages = {};  // model id -> {language: the served model that writes it on}
 
-async function api(path, body) {
-  const headers = body === undefined ? {} : { "Content-Type": "application/json" };
+// A request to the API with the key when one is kept; a 401 asks for the key and sends the
+// request again, another error throws with the server's detail. The answer's response.
+async function send(path, options) {
+  const headers = Object.assign({}, options.headers);
   const key = sessionStorage.getItem(KEY_STORE);
   if (key) headers.Authorization = `Bearer ${key}`;
-  const options = body === undefined ? { headers } : {
-    method: "POST",
-    headers,
-    body: JSON.stringify(body),
-  };
-  const response = await fetch(path, options);
-  const data = await response.json().catch(() => null);
+  const response = await fetch(path, Object.assign({}, options, { headers }));
   if (response.status === 401) {
     sessionStorage.removeItem(KEY_STORE);
     const entered = window.prompt(key ? "That API key was refused; enter the right one:"
       : "This server needs its API key:");
     if (!entered || !entered.trim()) throw new KeyNeeded();
     sessionStorage.setItem(KEY_STORE, entered.trim());
-    return api(path, body);
+    return send(path, options);
   }
   if (!response.ok) {
+    const data = await response.json().catch(() => null);
     const detail = data && data.detail;
     const text = Array.isArray(detail)
       ? detail.map((e) => `${e.loc.join(".")}: ${e.msg}`).join("; ")
       : detail || response.statusText;
     throw new Error(`${response.status}: ${text}`);
   }
-  return data;
+  return response;
+}
+
+async function api(path, body) {
+  const options = body === undefined ? {} : {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  };
+  return (await send(path, options)).json();
 }
 
 async function loadModels() {
@@ -76,7 +82,9 @@ async function loadModels() {
   none.value = "";
   $("model-a").replaceChildren();
   $("model-b").replaceChildren(none);
-  maxSentences = (await api("translator/limits")).max_sentences;
+  const limits = await api("translator/limits");
+  maxSentences = limits.max_sentences;
+  $("file").accept = limits.file_formats.flatMap((format) => format.extensions).join(",");
   for (const model of models) {
     targetLanguages[model.model_id] = model.tgt_langs;
     ownTarget[model.model_id] = model.tgt_lang;
@@ -346,6 +354,50 @@ function hideTooltip() {
   $("tooltip").hidden = true;
 }
 
+// A file goes to translate_file with the first model (and its "From" and "Into" choices);
+// the answer is offered for download, and shown when it is text.
+async function translateFile() {
+  const file = $("file").files[0];
+  if (!file) return setStatus("Choose a file first.", true);
+  $("translate-file").disabled = true;
+  try {
+    if (!$("model-a").options.length) await loadModels();
+    const id = $("model-a").value;
+    const options = optionsFor(id, {});
+    if (options.then) {
+      throw new Error(`a file goes through one model: pick a language ${id} writes itself`);
+    }
+    const form = new FormData();
+    form.append("file", file);
+    form.append("id", id);
+    for (const name of ["tgt_lang", "src_lang"]) {
+      if (options[name]) form.append(name, options[name]);
+    }
+    setStatus(`translating ${file.name}…`);
+    const started = performance.now();
+    const response = await send("translate_file", { method: "POST", body: form });
+    const blob = await response.blob();
+    const disposition = response.headers.get("Content-Disposition") || "";
+    const named = /filename\*=UTF-8''([^;]+)/.exec(disposition);
+    const name = named ? decodeURIComponent(named[1]) : file.name;
+    const link = $("download");
+    if (link.href) URL.revokeObjectURL(link.href);
+    link.href = URL.createObjectURL(blob);
+    link.download = name;
+    link.textContent = `Download ${name}`;
+    link.hidden = false;
+    const text = /^text\/|xml|subrip/.test(blob.type);
+    $("file-result").textContent = text ? await blob.text() : "";
+    $("file-result").hidden = !text;
+    setStatus(`${file.name} translated in ${Math.round(performance.now() - started)} ms`);
+  } catch (error) {
+    if (error instanceof KeyNeeded) keyNeeded();
+    else setStatus(error.message, true);
+  } finally {
+    $("translate-file").disabled = false;
+  }
+}
+
 function keyNeeded() {
   setStatus("This server needs its API key (ask whoever runs it); then press Enter API key "
     + "or Translate.", true);
@@ -361,6 +413,7 @@ function start() {
 
 document.addEventListener("DOMContentLoaded", () => {
   $("translate").addEventListener("click", translate);
+  $("translate-file").addEventListener("click", translateFile);
   $("model-a").addEventListener("change", showLanguages);
   $("model-b").addEventListener("change", showLanguages);
   $("enter-key").addEventListener("click", start);

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from conftest import nmt
+from conftest import make_translator, nmt, tiny_experiment
+from nmt.data.corpus import prepare_corpus
 from nmt.data.markup import plain
 from nmt.errors import UserError
 from nmt.translate.translator import Translator
@@ -78,7 +79,7 @@ def test_placeholders_and_kept_patterns_come_out_exactly_as_they_went_in(transla
     marked = translator.translate(line, markup="html", keep=["ACME-[0-9]+"])
     assert all(marked.text.count(text) == 1 for text in held), marked.text
     assert all(text not in sentence.source for sentence in marked.sentences for text in held)
-    with pytest.raises(UserError, match="keep= holds text out of marked-up text"):
+    with pytest.raises(UserError, match="keep= and placement= are for marked-up text"):
         translator.translate("a dog.", keep=["x"])
 
 
@@ -88,3 +89,28 @@ def test_keep_needs_markup_and_a_regular_expression(demo_rnnsearch):
     broken = nmt("translate", "--checkpoint", demo_rnnsearch, "--markup", "html", "--keep", "x(",
                  input="a\n")  # fmt: skip
     assert broken.returncode == 2 and "--keep 'x(' is not a regular expression" in broken.stderr
+
+
+@pytest.mark.parametrize("placement", ["model", "both", "projection"])
+def test_a_model_trained_with_tags_places_them_or_falls_back_keeping_each_once(
+    corpus_dir, tmp_path, placement
+):
+    """An untrained model of a tokenizer with the placeholder pieces: whatever it writes,
+    each tag comes back once (its own places where it wrote them all, else the fallback)."""
+    config = tiny_experiment(corpus_dir, "data.markup_augment=0.2")
+    translator = make_translator(config, prepare_corpus(config, tmp_path).tokenizer)
+    lines = ["the <b>small dog</b> sees <i>a bird</i>.", "we <br> sleep.", "a <u>cat</u>."]
+    found = translator.translate(lines, markup="html", placement=placement)
+    for line, translation in zip(lines, found, strict=True):
+        assert sorted(re.findall(r"<[^>]+>", translation.text)) == sorted(
+            re.findall(r"<[^>]+>", line)
+        )
+        assert not re.search(r"</?t\d/?>", translation.text)
+    read = found[0].sentences[0].source
+    placeholders = "the <t1> small dog </t1> sees <t2> a bird. </t2>"
+    assert read == (placeholders if placement != "projection" else "the small dog sees a bird.")
+
+
+def test_only_a_model_trained_with_tags_places_them_itself(translator):
+    with pytest.raises(UserError, match="needs a model trained with data.markup_augment"):
+        translator.translate("a <b>dog</b>.", markup="html", placement="model")
