@@ -166,6 +166,8 @@ class Translator:
         lines = [sentences] if single else _sentences(sentences)
         if markup is not None:
             check_marked_options(constraints=constraints, prefix=prefix, **options)
+            for unasked in ("alignments", "attention"):  # false, as the check found them
+                options.pop(unasked, None)
             found = list(
                 marked_stream(
                     self, lines, markup, chunk=None, keep=keep, placement=placement, **options
