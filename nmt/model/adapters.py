@@ -1,7 +1,9 @@
-"""Low-rank adapters (LoRA, Hu et al. 2021) on a frozen model: each chosen linear map W
-becomes W + (alpha / rank) B A, with A (rank x in) drawn as nn.Linear draws its weights and
-B (out x rank) zero, so that at the start the adapted model computes exactly what the base
-does; only A and B learn. `merged` folds them into W for a plain model of the base's shape.
+"""Adapters on a frozen model. Low-rank adapters (LoRA, Hu et al. 2021): each chosen linear
+map W becomes W + (alpha / rank) B A, with A (rank x in) drawn as nn.Linear draws its
+weights and B (out x rank) zero; `merged` folds them into W for a plain model of the base's
+shape. Bottleneck adapters (Bapna & Firat 2019): after each Transformer layer, x + W_up
+ReLU(W_down LN(x)), W_up zero. Either way the adapted model starts computing exactly what
+the base does, and only the adapters learn.
 
 Which maps: by the name of the module that holds them (`TARGETS`), so one rule serves the
 Transformer, RNNsearch and imported models alike."""
@@ -13,6 +15,8 @@ from collections.abc import Iterable
 
 import torch
 from torch import nn
+
+from nmt.model.layers import TransformerLayer
 
 # what `train.adapters.targets` names, and the module names each covers
 TARGETS = {
@@ -80,7 +84,8 @@ def add_lora(
 
 def adapter_state(model: nn.Module) -> dict[str, torch.Tensor]:
     """The adapters' own weights, what an adapter checkpoint holds."""
-    return {name: tensor for name, tensor in model.state_dict().items() if ".lora_" in name}
+    own = (".lora_", ".bottleneck_")
+    return {name: t for name, t in model.state_dict().items() if any(o in name for o in own)}
 
 
 def merged(model: nn.Module) -> nn.Module:
@@ -96,3 +101,36 @@ def merged(model: nn.Module) -> nn.Module:
                     parameter.requires_grad_(True)
                 setattr(module, child_name, plain)
     return model
+
+
+class Bottleneck(nn.Module):
+    """A Transformer layer followed by a residual bottleneck of `size` units."""
+
+    def __init__(self, layer: nn.Module, size: int):
+        super().__init__()
+        self.layer = layer
+        dim = layer.feed_forward_norm.normalized_shape[0]
+        self.bottleneck_norm = nn.LayerNorm(dim)
+        self.bottleneck_down = nn.Linear(dim, size)
+        self.bottleneck_up = nn.Linear(size, dim)
+        nn.init.zeros_(self.bottleneck_up.weight)
+        nn.init.zeros_(self.bottleneck_up.bias)
+
+    def forward(self, x: torch.Tensor, *args, **kwargs):
+        x, *rest = self.layer(x, *args, **kwargs)
+        down = torch.relu(self.bottleneck_down(self.bottleneck_norm(x)))
+        return (x + self.bottleneck_up(down), *rest)
+
+
+def add_bottlenecks(model: nn.Module, size: int) -> list[str]:
+    """Freezes every parameter of `model` and follows each Transformer layer with a
+    Bottleneck of `size` units; the layers' names."""
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    wrapped = []
+    for path, module in list(model.named_modules()):
+        for child_name, child in list(module.named_children()):
+            if isinstance(child, TransformerLayer):
+                setattr(module, child_name, Bottleneck(child, size))
+                wrapped.append(f"{path}.{child_name}" if path else child_name)
+    return wrapped

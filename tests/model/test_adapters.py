@@ -6,7 +6,14 @@ import torch
 from torch import nn
 
 from conftest import TINY_TRANSFORMER, tiny_experiment
-from nmt.model.adapters import LoRALinear, adapter_state, add_lora, merged
+from nmt.model.adapters import (
+    Bottleneck,
+    LoRALinear,
+    adapter_state,
+    add_bottlenecks,
+    add_lora,
+    merged,
+)
 from nmt.model.seq2seq import build_model
 
 
@@ -43,3 +50,18 @@ def test_only_the_adapters_learn_on_a_transformer_and_the_base_stays_as_it_was(c
     after = model.state_dict()
     assert set(after) == set(before)  # the base's shape: nothing added, nothing lost
     assert all(torch.equal(after[name], before[name]) for name in before)  # B was zero
+
+
+def test_bottlenecks_follow_each_transformer_layer_and_start_as_the_identity(corpus_dir):
+    torch.manual_seed(0)
+    config = tiny_experiment(corpus_dir, *TINY_TRANSFORMER)
+    model = build_model(config.model, FakeVocab(), FakeVocab()).eval()
+    layer = next(m for m in model.modules() if m.__class__.__name__ == "TransformerLayer")
+    x = torch.randn(2, 5, layer.feed_forward_norm.normalized_shape[0])
+    expected = layer(x, None)[0]
+    wrapped = add_bottlenecks(model, size=8)
+    assert wrapped and all(isinstance(model.get_submodule(n), Bottleneck) for n in wrapped)
+    adapted = model.get_submodule(wrapped[0])
+    assert torch.equal(adapted(x, None)[0], expected)  # W_up zero: the layer's own output
+    learning = {name for name, p in model.named_parameters() if p.requires_grad}
+    assert learning == set(adapter_state(model)) and all(".bottleneck_" in n for n in learning)
