@@ -17,6 +17,15 @@ LINES = [
     "we see a small dog.",
     "a bird sees the cat because the dog sleeps.",
 ]
+# LINES marked up (--markup html): each tag must come back once, around some words or none
+MARKED = [
+    "the <b>dog</b> sees the cat.",
+    "",
+    'a very small bird has slept because <a href="#x">we sleep</a>.',
+    "the cat sleeps.<br>",
+    "<p>we see a <i>small</i> dog.</p>",
+    "a bird sees the cat because <code>x = 1</code> the dog sleeps.",
+]
 CONSTRAINTS = [{"include": ["Hund"], "exclude": ["Katze"]}, None, {"exclude": ["Vogel"]}]
 CONSTRAINTS += [None, {"include": ["klein"]}, None]
 PREFIXES = ["der", None, "ein", None, "wir", None]
@@ -48,19 +57,23 @@ FACTORS = {
     "sampling": [False, True],  # True: temperature 0.7, top-k 5, top-p 0.9, seed 3
     "max_constraints": [None, 2],
     "stdio": [False, True],  # True: the input on stdin, the output on stdout
+    "markup": [False, True],  # True: MARKED with --markup html (markup="html")
+    "document": [False, True],  # True: LINES as the cues of a SubRip file, --format srt
 }
 DECODING = {"search", "coverage", "blocking", "shortlist", "restrict", "ensemble", "workers"}
 DECODING |= {"precision", "zero_shot", "candidates", "batch"}
 # the options each entry point takes (the rest stay at their first value there)
 TAKES = {
     "translate": set(FACTORS),
-    "python": set(FACTORS) - {"stdio"},
+    "python": set(FACTORS) - {"stdio", "document"},
     "eval": DECODING | {"through", "max_constraints"},
     "score": {"ensemble", "workers", "through", "precision", "zero_shot", "candidates", "batch"}
     | {"src_lang"},
     "distill": DECODING | {"int8"},  # every direction: no pivot between them (REFUSALS)
-    "serve": set(FACTORS) - {"ensemble", "batch", "sampling", "stdio"},
+    "serve": set(FACTORS) - {"ensemble", "batch", "sampling", "stdio", "document"},
 }
+# what names one sentence's translation, which a marked-up line or a file does not have
+NOT_MARKED = {"nbest", "alignments", "plots", "constraints", "prefix"}
 SEARCHES = {"eval": ("greedy", "beam"), "distill": ("greedy", "beam"), "serve": ("greedy", "beam")}
 ENTRIES = {"ctranslate2": {"translate"}, "chain": {"translate", "python", "serve"}}
 # what CTranslate2 does not decode (it is refused: REFUSALS)
@@ -92,9 +105,14 @@ def valid(case: dict) -> bool:
         return False
     if {"int8", "precision"} <= options:  # two ways to compute faster: choose one
         return False
+    if options & {"markup", "document"} and options & NOT_MARKED:
+        return False
+    if {"markup", "document"} <= options or {"document", "stdio"} <= options:
+        return False
     if kind is None:
         return True
-    if kind.engine == "ctranslate2" and options & (NOT_CTRANSLATE2 | {"sampling"}):
+    not_ctranslate2 = NOT_CTRANSLATE2 | {"sampling", "markup", "document"}
+    if kind.engine == "ctranslate2" and options & not_ctranslate2:
         return False
     if kind.engine == "ctranslate2" and search == "sample":
         return False
@@ -207,6 +225,46 @@ REFUSALS = [
         "CTranslate2 decodes no constraints",
         dict(entry="translate", kind="ctranslate2", constraints=True),
         ("--constraints",),
+    ),
+    (
+        "one marked-up line of several sentences",
+        dict(entry="translate", markup=True, alignments=True),
+        ("--alignments",),
+    ),
+    (
+        "one marked-up line of several sentences",
+        dict(entry="translate", markup=True, search="beam", nbest=2),
+        ("--nbest",),
+    ),
+    (
+        "one marked-up line of several sentences",
+        dict(entry="python", markup=True, constraints=True),
+        ("constraints",),
+    ),
+    (
+        "one marked-up line of several sentences",
+        dict(entry="serve", markup=True, prefix=True),
+        ("markup", "prefix"),
+    ),
+    (
+        "a file of several sentences",
+        dict(entry="translate", document=True, plots=True),
+        ("--attention-plots",),
+    ),  # fmt: skip
+    (
+        "a file's format decides its markup",
+        dict(entry="translate", markup=True, document=True),
+        ("--markup",),
+    ),  # fmt: skip
+    (
+        "a file is read whole from --input",
+        dict(entry="translate", document=True, stdio=True),
+        ("--format", "--input"),
+    ),  # fmt: skip
+    (
+        "CTranslate2 aligns no tags",
+        dict(entry="translate", kind="ctranslate2", markup=True),
+        ("--markup",),
     ),
     (
         "CTranslate2 has no coverage penalty",

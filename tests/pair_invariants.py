@@ -3,15 +3,18 @@ options: a line (or n-best rows) per input, a blank line for a blank one; alignm
 within the source's and the translation's words; included phrases held (unless reported
 missed), excluded ones never written, prefixes kept; a heatmap per line and leg; only the
 pieces the shortlist and the target language allow; scores equal to forced scores where
-the docs promise it; eval's, score's and distill's files equal to the Translator's answers."""
+the docs promise it; eval's, score's and distill's files equal to the Translator's answers;
+marked-up lines with their tags, a subtitle file with its cues."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
-from pair_factors import CONSTRAINTS, LINES, PREFIXES
+import srt
+from pair_factors import CONSTRAINTS, LINES, MARKED, PREFIXES
 from pair_kinds import KINDS
 
 from nmt.translate.translator import Translator
@@ -67,6 +70,25 @@ def written(case: dict, rows: list[str], plots: Path, stderr: str) -> None:
         full = [n for n, line in enumerate(LINES) if line]
         expected = sorted(f"{n:05d}{leg}.png" for n in full for leg in legs)
         assert sorted(p.name for p in plots.iterdir()) == expected
+
+
+TAG = re.compile(r"<[^>]+>")
+
+
+def marked(found: list[str]) -> None:
+    """Marked-up lines: each line's tags, each once (a line's order may change), and words
+    where the line had words; a blank line blank."""
+    assert len(found) == len(MARKED), found
+    for line, text in zip(MARKED, found, strict=True):
+        assert sorted(TAG.findall(text)) == sorted(TAG.findall(line)), (line, text)
+        assert bool(TAG.sub("", text).strip()) == bool(TAG.sub("", line).strip()), (line, text)
+
+
+def subtitles(source: str, written: str) -> None:
+    """A SubRip file: the same cues, numbers and timings, text where the cue had text."""
+    before, after = list(srt.parse(source)), list(srt.parse(written))
+    assert [(c.index, c.start, c.end) for c in before] == [(c.index, c.start, c.end) for c in after]
+    assert all(bool(c.content.strip()) for c in after), written
 
 
 def served(case: dict, answer: list) -> None:

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pair_invariants as check
-from pair_factors import CONSTRAINTS, FACTORS, LINES, PREFIXES, REFERENCES, TAKES
+from pair_factors import CONSTRAINTS, FACTORS, LINES, MARKED, PREFIXES, REFERENCES, TAKES
 from pair_kinds import KINDS, Built
 
 from conftest import nmt
@@ -121,10 +121,13 @@ def run_command(case: dict, kinds: dict[str, Built], files: Path, tmp_path: Path
         args += ["--alignments"] * case["alignments"] + ["--attention-plots", plots] * case["plots"]
         args += ["--constraints", files / "constraints"] * bool(case["constraints"])
         args += ["--prefix", files / "prefix"] * case["prefix"]
+        args += ["--markup", "html"] * case["markup"] + ["--format", "srt"] * case["document"]
+        lines, source = (MARKED, files / "marked") if case["markup"] else (LINES, files / "input")
+        source = files / "film.srt" if case["document"] else source
         if case["stdio"]:
-            stdin = "".join(line + "\n" for line in LINES)
+            stdin = "".join(line + "\n" for line in lines)
         else:
-            args += ["--input", files / "input", "--output", output]
+            args += ["--input", source, "--output", output]
     elif entry in ("eval", "score"):
         args += ["--src", files / "input", "--tgt", files / "reference", "--output", output]
     else:
@@ -138,7 +141,12 @@ def run_command(case: dict, kinds: dict[str, Built], files: Path, tmp_path: Path
         return Refusal(errors[0])
     if entry == "translate":
         rows = ran.stdout if case["stdio"] else output.read_text("utf-8")
-        check.written(case, rows.splitlines(), plots, ran.stderr)
+        if case["document"]:
+            check.subtitles(source.read_text("utf-8"), rows)
+        elif case["markup"]:
+            check.marked(rows.splitlines())
+        else:
+            check.written(case, rows.splitlines(), plots, ran.stderr)
     elif entry == "eval":
         found = translator(case, kinds).translate(LINES, tgt_lang=kind.tgt_lang)
         assert output.read_text("utf-8").splitlines() == [t.text for t in found]
@@ -158,12 +166,18 @@ def run_python(case: dict, kinds: dict[str, Built], files: Path, tmp_path: Path)
     call.update(tgt_lang=kind.tgt_lang, src_lang=src_lang(case))
     call["constraints"] = CONSTRAINTS if case["constraints"] else None
     call["prefix"] = PREFIXES if case["prefix"] else None
+    lines = MARKED if case["markup"] else LINES
+    if case["markup"]:
+        call["markup"] = "html"
     try:
         loaded = translator(case, kinds)
-        found = loaded.translate(LINES, **call)
+        found = loaded.translate(lines, **call)
     except UserError as error:
         return Refusal(str(error))
-    check.translations(case, loaded, found)
+    if case["markup"]:
+        check.marked([t.text for t in found])
+    else:
+        check.translations(case, loaded, found)
     if case["workers"] > 1:  # batches decoded side by side answer as one after another
         alone = translator({**case, "workers": 1}, kinds).translate(LINES, **call)
         assert [t.text for t in alone] == [t.text for t in found]
@@ -187,8 +201,10 @@ def run_serve(case: dict, kinds: dict[str, Built], files: Path, tmp_path: Path):
     except UserError as error:
         return Refusal(str(error))
     items = []
-    for number, line in enumerate(LINES):
+    for number, line in enumerate(MARKED if case["markup"] else LINES):
         item = {"src": line, "id": "m", "beam": per_item["beam"], "n_best": case["nbest"]}
+        if case["markup"]:
+            item["markup"] = "html"
         item.update(alignments=case["alignments"], attention=case["plots"])
         extra = dict(through=per_item["through"], src_lang=src_lang(case), tgt_lang=kind.tgt_lang)
         extra["then"] = "n" if kind.chain else None
@@ -203,5 +219,8 @@ def run_serve(case: dict, kinds: dict[str, Built], files: Path, tmp_path: Path):
         assert client.request("GET", "/translator/health")[0] == 200  # still serving
     if status != 200:
         return Refusal(json.dumps(answer))
-    check.served(case, answer)
+    if case["markup"]:
+        check.marked([found["tgt"] for found in answer[0]])
+    else:
+        check.served(case, answer)
     return None

@@ -57,6 +57,10 @@ def workdir(tmp_path_factory, corpus_dir):
     terms = ['{"include": ["hund"]}', "", '{"exclude": ["der"]}'] * lines
     (root / "terms.jsonl").write_text("\n".join(terms[:lines]) + "\n", "utf-8")
     write_marian_model(root / "opus-mt-en-de", corpus_dir)  # as a download leaves it
+    source = (root / "test.en").read_text("utf-8").splitlines()[:3]
+    (root / "lines.html").write_text("".join(f"<p><b>{line}</b></p>\n" for line in source))
+    cues = [f"{n}\n00:00:0{n},000 --> 00:00:0{n},500\n{line}\n" for n, line in enumerate(source, 1)]
+    (root / "film.srt").write_text("\n".join(cues), "utf-8")
     (root / "configs").symlink_to(ROOT / "configs")  # the shipped configs, as in a clone
     return root
 
@@ -123,6 +127,12 @@ def check_output(words: list[str], stdout: str, stdin: str | None) -> None:
         checkpoint = Path(option(words, "--output", "-o"))
         assert load_checkpoint(checkpoint)["config"]["model"]["decoder"]["norm"] == "post"
         assert "init_from" in checkpoint.with_suffix(".yaml").read_text("utf-8")
+    elif command == "translate" and (option(words, "--input", "--src", "-i") or "").endswith(
+        ".srt"
+    ):
+        before, after = lines_of(option(words, "--input")), lines_of(option(words, "--output"))
+        cues = [line for line in before if " --> " in line]
+        assert [line for line in after if " --> " in line] == cues and cues
     elif command == "translate":
         source = option(words, "--input", "--src", "-i")
         expected = len(lines_of(source)) if source else stdin.count("\n")

@@ -18,7 +18,16 @@ from pathlib import Path
 
 import pytest
 from covering import covering_cases
-from pair_factors import CONSTRAINTS, FACTORS, LINES, PREFIXES, REFERENCES, REFUSALS, valid
+from pair_factors import (
+    CONSTRAINTS,
+    FACTORS,
+    LINES,
+    MARKED,
+    PREFIXES,
+    REFERENCES,
+    REFUSALS,
+    valid,
+)
 from pair_kinds import corpus_of, shared_kinds
 from pair_runners import Refusal, run
 
@@ -44,9 +53,17 @@ def files(tmp_path_factory, kinds):
         "reference": REFERENCES,
         "constraints": [json.dumps(c) if c else "" for c in CONSTRAINTS],
         "prefix": [p or "" for p in PREFIXES],
+        "marked": MARKED,
     }
     for name, lines in written.items():
         (directory / name).write_text("".join(line + "\n" for line in lines), "utf-8")
+    cues = [line for line in LINES if line]  # a SubRip file of the input, a cue a line
+    (directory / "film.srt").write_text(
+        "".join(
+            f"{n}\n00:00:0{n},000 --> 00:00:0{n},900\n{line}\n\n" for n, line in enumerate(cues, 1)
+        ),  # fmt: skip
+        "utf-8",
+    )
     corpus = directory / "corpus"
     corpus.mkdir()
     for source in corpus_of(kinds["rnnsearch"].checkpoint.parent).iterdir():

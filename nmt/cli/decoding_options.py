@@ -56,10 +56,9 @@ PlacementOption = Annotated[
     typer.Option(
         "--markup-placement",
         metavar="projection|model|both",
-        help="Where tags go: by the word alignments (projection), where a model trained with "
-        "data.markup_augment writes them (model), or there and by the alignments where it "
-        "does not write them each once and in order (both; the default for such a model, "
-        "projection for any other).",
+        help="Where tags go: by the word alignments (projection, the default), where a model "
+        "trained with data.markup_augment writes them (model), or there and by the "
+        "alignments where it does not write them each once and in order (both).",
     ),
 ]
 FormatOption = Annotated[

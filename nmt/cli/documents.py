@@ -16,20 +16,21 @@ from nmt.reads import record
 
 
 def document_of(input: Path | None, given: str | None, markup: str | None) -> Format | None:
-    """The format of --input (by --format or its extension), or None for lines of text."""
+    """The format of --input (by --format or its extension), or None for lines of text
+    (with --markup: lines of markup, whatever the file's extension)."""
     if given is not None and input is None:
         raise UserError(
             f"--format {given} translates a whole file: give it as --input FILE (standard "
             "input is read line by line)."
         )
-    document = document_format(input, given)
-    if document is not None and markup is not None:
+    if markup is not None and given is not None:
         raise UserError(
-            f"--markup {markup} reads lines of marked-up text, and {input} is read as a "
-            f"{document.name} file, whose format decides its markup: leave --markup out, or "
-            "give --format txt to translate it line by line."
+            f"--markup {markup} reads lines of marked-up text and --format {given} a whole "
+            f"file, whose format decides its markup: give one of them."
         )
-    return document
+    if markup is not None:  # lines of markup, whatever the file's name
+        return None
+    return document_format(input, given)
 
 
 def translate_file(

@@ -117,11 +117,12 @@ def marked_stream(
     (plain text, with its word alignment). `first`: as `stream`'s, the number of the first
     line or each line's own (errors name it, and a line's sentences sample by it); `keep`:
     patterns of text to copy untouched besides PLACEHOLDERS; `escaped`: as `parse`'s;
-    `placement`: how tags find their place (PLACEMENTS; None: "both" for a model trained
-    with data.markup_augment, else "projection"); `options`: `translator.stream`'s."""
+    `placement`: how tags find their place (PLACEMENTS; None: projection, which placed
+    tags best in docs/results.md, also for a model trained with data.markup_augment);
+    `options`: `translator.stream`'s."""
     language = src_lang or (translator.source_languages or [None])[0]
     split, held = sentence_splitter(language), held_out(keep)
-    placement = placement or ("both" if knows_tags(translator) else "projection")
+    placement = placement or "projection"
     if placement != "projection" and not knows_tags(translator):
         raise UserError(
             f"markup placement {placement!r} needs a model trained with data.markup_augment "

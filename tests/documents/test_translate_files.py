@@ -44,7 +44,7 @@ def test_a_file_format_refuses_what_cannot_go_with_it(demo_rnnsearch, tmp_path):
     source.write_text(SUBTITLES, "utf-8")
     cases = [
         (("--format", "srt"), "--format srt translates a whole file: give it as --input FILE"),
-        (("--input", source, "--markup", "html"), "and " + str(source) + " is read as a srt"),
+        (("--input", source, "--markup", "html", "--format", "srt"), "give one of them"),
         (("--input", source, "--alignments"), "a srt file is written once, with its tags"),
         (("--input", tmp_path / "lines.txt", "--keep", "x"), "--keep holds text out"),
     ]

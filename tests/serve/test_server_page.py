@@ -166,6 +166,54 @@ def test_each_translation_is_shown_beside_its_source_and_an_error_clears_them(se
     beam.clear()
 
 
+def test_a_file_dropped_on_the_page_comes_back_translated_to_download(server, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.select import Select
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    subtitles = tmp_path / "film.srt"
+    subtitles.write_text(
+        "1\n00:00:01,000 --> 00:00:03,500\nthe small dog\nsees a bird.\n\n"
+        "2\n00:00:04,000 --> 00:00:06,000\nwe sleep.\n",
+        "utf-8",
+    )
+    wait = WebDriverWait(browser, 60)
+    browser.get(server.url + "/")
+    wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#model-a option")) == 3)
+    picker = browser.find_element(By.ID, "file")
+    assert {".srt", ".docx", ".po", ".md"} <= set(picker.get_attribute("accept").split(","))
+    Select(browser.find_element(By.ID, "model-a")).select_by_value("additive")
+    picker.send_keys(str(subtitles))
+    browser.find_element(By.ID, "translate-file").click()
+    link = browser.find_element(By.ID, "download")
+    wait.until(lambda _: link.is_displayed())
+    assert link.get_attribute("download") == "film.de.srt"
+    assert link.get_attribute("href").startswith("blob:")  # the answer, to download
+    lines = browser.find_element(By.ID, "file-result").text.splitlines()  # and shown
+    assert lines[:2] == ["1", "00:00:01,000 --> 00:00:03,500"]
+    assert lines[lines.index("2") + 1] == "00:00:04,000 --> 00:00:06,000"
+    assert "film.srt translated" in browser.find_element(By.ID, "status").text
+
+    browser.execute_script(  # a file dropped on the page, as a file manager drops one
+        """const file = new File([arguments[0]], "notes.md", {type: "text/markdown"});
+        const dropped = new DataTransfer();
+        dropped.items.add(file);
+        document.dispatchEvent(new DragEvent("drop", {dataTransfer: dropped}));""",
+        "# the small dog\n\nwe sleep.\n",
+    )
+    wait.until(lambda _: link.get_attribute("download") == "notes.de.md")
+    assert browser.find_element(By.ID, "file-result").text.startswith("# ")
+
+    picker.clear()
+    broken = tmp_path / "broken.srt"
+    broken.write_text("garbage\n", "utf-8")
+    picker.send_keys(str(broken))
+    browser.find_element(By.ID, "translate-file").click()
+    status = browser.find_element(By.ID, "status")
+    wait.until(lambda _: "error" in status.get_attribute("class"))
+    assert status.text.startswith("422: broken.srt: not a srt file its library (srt) can read")
+
+
 def test_a_model_that_writes_several_languages_gets_a_language_picker(server, browser):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.select import Select

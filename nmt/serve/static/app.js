@@ -414,6 +414,14 @@ function start() {
 document.addEventListener("DOMContentLoaded", () => {
   $("translate").addEventListener("click", translate);
   $("translate-file").addEventListener("click", translateFile);
+  // a file dropped anywhere on the page is the one to translate
+  document.addEventListener("dragover", (event) => event.preventDefault());
+  document.addEventListener("drop", (event) => {
+    event.preventDefault();
+    if (!event.dataTransfer.files.length) return;
+    $("file").files = event.dataTransfer.files;
+    translateFile();
+  });
   $("model-a").addEventListener("change", showLanguages);
   $("model-b").addEventListener("change", showLanguages);
   $("enter-key").addEventListener("click", start);
