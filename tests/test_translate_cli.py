@@ -142,10 +142,16 @@ def test_attention_layer_chooses_what_a_transformer_shows(transformer_checkpoint
         assert found.returncode == 0, found.stderr
         return found.stdout
 
-    last = alignments()
-    assert alignments("--attention-layer", 2) == last
-    assert alignments("--attention-layer", 1, "--attention-plots", tmp_path) != last
-    assert [p.name for p in tmp_path.iterdir()] == ["00000.png"]
+    shown = {}  # the heatmap each choice of layer draws
+    for name, options in (
+        ("last", ()),
+        ("2", ("--attention-layer", 2)),
+        ("1", ("--attention-layer", 1)),
+    ):
+        alignments(*options, "--attention-plots", tmp_path / name)
+        assert [p.name for p in (tmp_path / name).iterdir()] == ["00000.png"]
+        shown[name] = (tmp_path / name / "00000.png").read_bytes()
+    assert shown["2"] == shown["last"] and shown["1"] != shown["last"]
     refused = nmt("translate", "--checkpoint", transformer_checkpoint, "--attention-layer", 3)
     assert refused.returncode == 2 and "layers 1 to 2" in refused.stderr
 

@@ -102,7 +102,9 @@ def test_bf16_features_give_the_float32_gradients_within_bf16s_rounding():
     grads = torch.autograd.grad(fused, parameters)
     exact = [tensor.detach().float().requires_grad_() for tensor in parameters]
     logits = F.linear(exact[0], exact[1], exact[2])
-    expected = F.cross_entropy(logits, targets, ignore_index=PAD, label_smoothing=0.1, reduction="sum")
+    expected = F.cross_entropy(
+        logits, targets, ignore_index=PAD, label_smoothing=0.1, reduction="sum"
+    )
     assert abs(fused.item() - expected.item()) < 1e-2 * expected.item()
     for grad, expected_grad in zip(grads, torch.autograd.grad(expected, exact), strict=True):
         error = (grad.float() - expected_grad).norm() / expected_grad.norm()

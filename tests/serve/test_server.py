@@ -22,6 +22,7 @@ from conftest import nmt, tiny_experiment, write_checkpoint
 from nmt.data.demo import generate_pairs
 from nmt.errors import UserError
 from nmt.serve.catalog import load_models
+from nmt.serve.files import file_formats
 from nmt.serve.server import exposure_warning, serve
 from nmt.translate.lines import InputLines, write_translations
 from nmt.translate.translator import Translator
@@ -99,6 +100,7 @@ def test_health_models_limits_and_page(server):
     assert (models[0]["src_lang"], models[0]["tgt_lang"]) == ("en", "de")
     assert models[0]["decode"]["beam"] == 5  # the checkpoint's decode section
     limits = {"max_sentences": 8, "max_body_bytes": 64 * 1024, "max_beam": 16}
+    limits["file_formats"] = file_formats()  # what POST /translate_file takes
     assert server.request("GET", "/translator/limits") == (200, limits)
     status, page = server.request("GET", "/")
     assert status == 200 and 'id="translate"' in page and "static/app.js" in page
@@ -433,6 +435,7 @@ def test_api_key_guards_every_route_but_health_and_sigterm_finishes_requests(che
             "/translator/models": [[{"apiKey": []}]],
             "/translator/limits": [[{"apiKey": []}]],
             "/translator/health": [None],
+            "/translate_file": [[{"apiKey": []}]],
         }
         status, answer = s.translate(item)
         assert status == 401 and "Bearer" in answer["detail"]
