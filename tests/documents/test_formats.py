@@ -169,7 +169,8 @@ def test_html_keeps_its_element_tree_and_copies_what_is_not_to_be_translated():
         '<!DOCTYPE html>\n<html lang="en"><head><title>the dog</title><style>p {x: y}</style>'
         "</head>\n<body><h1>we see <b>the small dog</b>.</h1>\n<p>the bird sleeps. we see\n"
         'a dog because <a href="https://x.org/?a=1&amp;b=2">we sleep</a>.</p>\n<ul><li>one '
-        '<em>bird</em></li><li>a &amp; b</li></ul><pre>keep  this</pre><p translate="no">'
+        "<em>bird</em><ol><li>we sleep</li><li>a dog</li></ol></li><li>a &amp; b</li></ul>"
+        '<pre>keep  this</pre><p translate="no">'
         "the dog</p><table><tr><td>a dog</td></tr></table></body></html>\n"
     )
     out, _ = translated("html", page.encode())
@@ -180,6 +181,7 @@ def test_html_keeps_its_element_tree_and_copies_what_is_not_to_be_translated():
     assert "<h1>WE SEE <b>THE SMALL DOG</b>.</h1>" in text
     assert '<a href="https://x.org/?a=1&amp;b=2">WE SLEEP</a>' in text
     assert "<li>A &amp; B</li>" in text
+    assert "<ol><li>WE SLEEP</li><li>A DOG</li></ol>" in text  # a list in a list
 
 
 def tags(html_text: str) -> list[tuple]:
