@@ -101,8 +101,7 @@ def translate(
 
     def action() -> None:
         from nmt.cli.documents import document_of, translate_file
-        from nmt.translate.constraints import constraints_line, prefix_line
-        from nmt.translate.lines import FileLines, InputLines, write_translations
+        from nmt.translate.lines import write_translations
 
         document = document_of(input, format, markup)
         marked = f"--markup {markup}" if markup else document and f"a {document.name} file"
@@ -110,27 +109,11 @@ def translate(
             engine, checkpoint, model, decode, alignments, attention_plots, attention_layer, then,
             marked,
         )  # fmt: skip
-        _check_markup(marked, keep, decode, alignments, attention_plots, constraints, prefix)
-        if markup_placement and not marked:
-            raise UserError(
-                "--markup-placement places the tags of marked-up lines and files: add --markup "
-                "html or --markup xml, or translate a file of a format --format names."
-            )
-        if output is not None:  # the inputs options name, before the slow work
-            given = [("--input", input), ("--constraints", constraints), ("--prefix", prefix)]
-            inputs = [*given, *checkpoint_inputs(checkpoint), *checkpoint_inputs(then, "--then")]
-            check_output(output, "--output", inputs, stdin=input is None)
+        _check_markup(marked, keep, markup_placement, decode, alignments, attention_plots,
+                      constraints, prefix)  # fmt: skip
+        _check_output_first(output, input, constraints, prefix, checkpoint, then)
         with contextlib.ExitStack() as files:
-            if input and document is None:
-                source = InputLines(files.enter_context(_opened(input)), str(input))
-            else:
-                source = InputLines(sys.stdin.buffer)
-            terms = starts = None
-            if constraints:
-                parse = constraints_line(constraints)
-                terms = files.enter_context(FileLines("--constraints", constraints, parse))
-            if prefix:
-                starts = files.enter_context(FileLines("--prefix", prefix, prefix_line))
+            source, terms, starts = _line_inputs(files, document, input, constraints, prefix)
             translator = _translator(
                 engine,
                 checkpoint,
@@ -166,6 +149,33 @@ def translate(
                 )
 
     guarded(action)
+
+
+def _check_output_first(output, input, constraints, prefix, checkpoint, then) -> None:
+    """--output against the files the options name, before the slow work."""
+    if output is not None:
+        given = [("--input", input), ("--constraints", constraints), ("--prefix", prefix)]
+        inputs = [*given, *checkpoint_inputs(checkpoint), *checkpoint_inputs(then, "--then")]
+        check_output(output, "--output", inputs, stdin=input is None)
+
+
+def _line_inputs(files, document, input, constraints, prefix) -> tuple:
+    """The input's lines (none for a file translated whole), and those of --constraints and
+    --prefix, opened into `files`."""
+    from nmt.translate.constraints import constraints_line, prefix_line
+    from nmt.translate.lines import FileLines, InputLines
+
+    if input and document is None:
+        source = InputLines(files.enter_context(_opened(input)), str(input))
+    else:
+        source = InputLines(sys.stdin.buffer)
+    terms = starts = None
+    if constraints:
+        parse = constraints_line(constraints)
+        terms = files.enter_context(FileLines("--constraints", constraints, parse))
+    if prefix:
+        starts = files.enter_context(FileLines("--prefix", prefix, prefix_line))
+    return source, terms, starts
 
 
 def _opened(path: Path) -> BinaryIO:
@@ -255,6 +265,7 @@ def _check_engine_options(
 def _check_markup(
     marked: str | None,
     keep: list[str] | None,
+    placement: str | None,
     decode: dict,
     alignments: bool,
     attention_plots: Path | None,
@@ -264,6 +275,11 @@ def _check_markup(
     """Refuses what a marked-up line cannot have: its output is one line with its tags,
     made of several sentences' translations. `marked`: how the input is marked up (--markup,
     or the format of a file translated whole)."""
+    if marked is None and placement:
+        raise UserError(
+            "--markup-placement places the tags of marked-up lines and files: add --markup "
+            "html or --markup xml, or translate a file of a format --format names."
+        )
     if marked is None:
         if keep:
             raise UserError(
@@ -272,15 +288,11 @@ def _check_markup(
                 "names (or leave --keep out)."
             )
         return
-    refused = {
-        "--alignments": alignments,
-        "--attention-plots": attention_plots is not None,
-        "--constraints": constraints is not None,
-        "--prefix": prefix is not None,
-        "--nbest": (decode.get("nbest") or 1) > 1,
-    }
-    named = [option for option, given in refused.items() if given]
-    if named:
+    from nmt.translate.markup import NOT_WITH_MARKUP, marked_conflicts
+
+    asked = dict(alignments=alignments, attention=attention_plots, nbest=decode.get("nbest"))
+    conflicts = marked_conflicts(constraints=constraints, prefix=prefix, **asked)
+    if named := [NOT_WITH_MARKUP[name] for name in conflicts]:
         raise UserError(
             f"{marked} is written once, with its tags, from the translations of the "
             f"sentences it holds, so {' and '.join(named)} cannot go with it (they name one "

@@ -79,23 +79,49 @@ def parsed_line(
         ) from None
 
 
-def check_marked_options(**options: Any) -> None:
-    """Refuses the options that name one sentence's translation, which a marked-up text,
-    several sentences joined with their tags, does not have."""
-    given = {
-        "constraints": options.get("constraints") is not None,
-        "prefix": options.get("prefix") is not None,
-        "alignments": bool(options.get("alignments")),
-        "attention": bool(options.get("attention")),
-        "nbest": (options.get("nbest") or 1) > 1,
-    }
-    named = [name for name, present in given.items() if present]
-    if named:
+# what names one sentence's translation, which a marked-up text (several sentences joined
+# with their tags) does not have: the command line's own flag for each
+NOT_WITH_MARKUP = {
+    "constraints": "--constraints",
+    "prefix": "--prefix",
+    "alignments": "--alignments",
+    "attention": "--attention-plots",
+    "nbest": "--nbest",
+}
+
+
+def marked_conflicts(**options: Any) -> list[str]:
+    """Which of NOT_WITH_MARKUP `options` ask for."""
+    asked = {name: options.get(name) for name in NOT_WITH_MARKUP}
+    asked["nbest"] = (asked["nbest"] or 1) > 1
+    return [name for name, value in asked.items() if value not in (None, False)]
+
+
+def marked_translations(
+    translator: Any,
+    lines: Sequence[str],
+    markup: MarkupKind | None,
+    *,
+    keep: Sequence[str] = (),
+    placement: Placement | None = None,
+    **options: Any,
+) -> list[Translation]:
+    """Translator.translate(markup=): each text's Translation, with what must not go with
+    markup refused (and `keep` or `placement` without it)."""
+    if markup is None:
+        raise UserError("keep= and placement= are for marked-up text: give markup= too.")
+    if named := marked_conflicts(**options):
         raise UserError(
             f"markup= gives each text once, with its tags, from the translations of the "
             f"sentences it holds, so {', '.join(named)} cannot go with it; each sentence's "
             "own translation and alignment are in Translation.sentences."
         )
+    options = {k: v for k, v in options.items() if k not in NOT_WITH_MARKUP or k == "nbest"}
+    return list(
+        marked_stream(
+            translator, lines, markup, chunk=None, keep=keep, placement=placement, **options
+        )  # fmt: skip
+    )
 
 
 def marked_stream(

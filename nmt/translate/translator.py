@@ -37,7 +37,7 @@ from nmt.translate.loading import (
     precision_named,
     tokenizer_towards,
 )
-from nmt.translate.markup import Placement, check_marked_options, marked_stream
+from nmt.translate.markup import marked_translations
 from nmt.translate.pair_scores import Target, check_targets, score_pairs
 from nmt.translate.pipeline import CHUNK_LINES, Numbering, Wanted, per_sentence, translate_stream
 from nmt.translate.results import PairScore, Translation
@@ -149,36 +149,24 @@ class Translator:
         constraints: Constraining | Sequence[Constraining] = None,
         prefix: str | Sequence[str | None] | None = None,
         markup: MarkupKind | None = None,
-        keep: Sequence[str] = (),
-        placement: Placement | None = None,
         **options: Any,
     ) -> Translation | list[Translation]:
         """Translates one sentence (a str: one Translation) or a list (one each, in order),
         sorted by length into batches all together. `constraints` ({"include": [phrases],
         "exclude": [phrases]}, or one per sentence) and `prefix` (the text a translation
         starts with, or one per sentence): nmt/search/constraints.py; `markup` ("html" or
-        "xml"): each text is marked up, translated sentence by sentence with its tags kept
-        (nmt/translate/markup.py), with what `keep`'s regular expressions match copied
-        untouched besides URLs, e-mail addresses, numbers with units and format variables,
-        and each tag placed by `placement` (nmt/translate/markup.py's PLACEMENTS); the rest:
-        `stream`'s."""
+        "xml", with `keep` and `placement`): nmt/translate/markup.py; the rest: `stream`'s."""
         single = isinstance(sentences, str)
         lines = [sentences] if single else _sentences(sentences)
-        if markup is not None:
-            check_marked_options(constraints=constraints, prefix=prefix, **options)
-            for unasked in ("alignments", "attention"):  # false, as the check found them
-                options.pop(unasked, None)
+        if markup is not None or {"keep", "placement"} & options.keys():
+            marked = dict(constraints=constraints, prefix=prefix, **options)
+            found = marked_translations(self, lines, markup, **marked)
+        else:
+            guides = per_sentence(constraints, lines, single, "constraints", parse_constraints)
+            starts = per_sentence(prefix, lines, single, "prefix", prefix_text)
             found = list(
-                marked_stream(
-                    self, lines, markup, chunk=None, keep=keep, placement=placement, **options
-                )
+                self.stream(lines, constraints=guides, prefix=starts, chunk=None, **options)
             )
-            return found[0] if single else found
-        if keep or placement:
-            raise UserError("keep= and placement= are for marked-up text: give markup= too.")
-        guides = per_sentence(constraints, lines, single, "constraints", parse_constraints)
-        starts = per_sentence(prefix, lines, single, "prefix", prefix_text)
-        found = list(self.stream(lines, constraints=guides, prefix=starts, chunk=None, **options))
         return found[0] if single else found
 
     def stream(
@@ -221,24 +209,7 @@ class Translator:
         wanted = dict(alignments=alignments, attention=attention, batch_size=batch_size)
         args = (lines, tgt_lang, src_lang, wanted, constraints, prefix, chunk, done, first)
         routed = pivoting.routed_stream(self, decode, *args)
-        if routed is not None:
-            return routed
-        tokenizer = self.towards(tgt_lang)
-        search = ModelSearch(self.model, tokenizer, alignments or attention, self.shortlist)
-        return translate_stream(
-            lines,
-            tokenizer,
-            decode,
-            search,
-            Wanted(alignments, attention),
-            batch_size,
-            self.workers,
-            constraints,
-            prefix,
-            chunk,
-            done,
-            first,
-        )
+        return routed if routed is not None else _searched(self, decode, *args)
 
     def score(
         self,
@@ -265,6 +236,20 @@ class Translator:
         return score_pairs(
             self.model, tokenizer, decode, sources, targets, decode.batch_size, self.workers
         )
+
+
+def _searched(
+    translator: Translator, decode: DecodeConfig, lines, tgt_lang, src_lang, wanted, *rest
+) -> Iterator[Translation]:
+    """A stream searched by the translator's own model (no pivot, no chain); `rest`:
+    constraints, prefix, chunk, done, first, as `stream` takes them."""
+    tokenizer = translator.towards(tgt_lang)
+    shown = wanted["alignments"] or wanted["attention"]
+    search = ModelSearch(translator.model, tokenizer, shown, translator.shortlist)
+    kept = Wanted(wanted["alignments"], wanted["attention"])
+    return translate_stream(
+        lines, tokenizer, decode, search, kept, wanted["batch_size"], translator.workers, *rest
+    )
 
 
 def _loaded(cls, checkpoints, device, quantize, attention_layer, workers, decode) -> Translator:
