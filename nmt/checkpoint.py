@@ -7,10 +7,13 @@ leaves either the old checkpoint or the new one, never a torn file. They are rea
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import io
 import pickle
 import re
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -18,6 +21,7 @@ import torch
 from nmt.config import ConfigError, Experiment, checkpoint_config, config_to_dict
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
+from nmt.model.adapters import add_adapters, load_trained_state, trained_state
 from nmt.model.seq2seq import Seq2Seq, build_model
 from nmt.outputs import TEMPORARY_SUFFIX, write_atomically
 from nmt.reads import record
@@ -110,15 +114,76 @@ def _first_line(error: Exception) -> str:
 
 
 def checkpoint_payload(
-    model: Seq2Seq, config: Experiment, tokenizer: Tokenizer, step: int, metrics: dict
+    model: Seq2Seq,
+    config: Experiment,
+    tokenizer: Tokenizer,
+    step: int,
+    metrics: dict,
+    base: dict | None = None,
 ) -> dict:
-    return {
+    """A checkpoint of `model`; of an adapted one (train.adapters), its adapters alone and
+    `base`, the base_reference of the model they adapt."""
+    payload = {
         "config": config_to_dict(config),
         "tokenizer": tokenizer.to_state(),
-        "model": model.state_dict(),
+        "model": trained_state(model),
         "step": step,
         "metrics": metrics,
     }
+    return payload if base is None else {**payload, "base": base}
+
+
+def whole_model(payload: dict, path: Path, command: str) -> dict:
+    """`payload`, refused where it is an adapter checkpoint, which `command` cannot read."""
+    if "base" in payload:
+        raise UserError(
+            f"{path} is an adapter checkpoint (train.adapters): {command} reads whole models. "
+            f"Merge it into its base first (nmt adapter merge {path} --output FILE) and give "
+            "FILE."
+        )
+    return payload
+
+
+def weights_digest(weights: dict[str, torch.Tensor]) -> str:
+    """A content hash (sha256) of a model's weights, their names, types and shapes: what
+    an adapter checkpoint knows its base by, wherever the base's file has moved."""
+    digest = hashlib.sha256()
+    for name in sorted(weights):
+        tensor = weights[name].detach().cpu().contiguous()
+        digest.update(f"{name} {tensor.dtype} {tuple(tensor.shape)}\n".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy())
+    return digest.hexdigest()
+
+
+def base_reference(payload: dict, path: Path) -> dict:
+    """What an adapter checkpoint records of the checkpoint `payload` (read from `path`)
+    that its adapters adapt: its weights' digest, and where it was."""
+    return {"digest": weights_digest(translation_weights(payload)), "path": str(path.resolve())}
+
+
+def adapter_base(payload: dict, path: Path, base: Path | str | None = None) -> dict:
+    """The base checkpoint of the adapter checkpoint `payload` (read from `path`): `base`,
+    or where the base was at training; a UserError unless its weights are the ones the
+    adapters were trained on."""
+    reference = payload["base"]
+    given = base is not None
+    base_path = Path(base if given else reference["path"])
+    if not given and not base_path.exists():
+        raise UserError(
+            f"checkpoint {path} holds adapters for the base {base_path}, which no longer "
+            "exists there: name the base with --checkpoint BASE --adapter "
+            f"{path} (its weights' digest must be {reference['digest'][:12]}...)."
+        )
+    base_payload = load_checkpoint(base_path)
+    digest = weights_digest(translation_weights(base_payload)) if "base" not in base_payload else ""
+    if digest != reference["digest"]:
+        raise UserError(
+            f"adapter {path} was trained on the base {reference['path']} (weights' digest "
+            f"{reference['digest'][:12]}...), and {base_path} is another model "
+            f"({'an adapter checkpoint' if not digest else 'digest ' + digest[:12] + '...'}). "
+            "Translate with the base the adapter was trained on."
+        )
+    return base_payload
 
 
 def translation_weights(payload: dict) -> dict:
@@ -127,23 +192,53 @@ def translation_weights(payload: dict) -> dict:
     return payload.get("ema", payload["model"])
 
 
-def restore_model(payload: dict, path: Path) -> tuple[Seq2Seq, Tokenizer, Experiment]:
-    """Rebuilds the model and tokenizer from a checkpoint alone, in eval mode, with the
-    weights to translate with."""
-    try:
-        config = checkpoint_config(payload["config"])
-    except ConfigError as error:
-        raise UserError(
-            f"checkpoint {path}: its config does not fit this nmt ({error}). "
-            "It was probably written by a newer nmt; upgrade nmt."
-        ) from None
+def restore_model(
+    payload: dict, path: Path, base: Path | str | None = None
+) -> tuple[Seq2Seq, Tokenizer, Experiment]:
+    """Rebuilds the model and tokenizer from a checkpoint, in eval mode, with the weights
+    to translate with; an adapter checkpoint's on its base (`base`, else the one it
+    names: adapter_base)."""
+    config = _config(payload, path)
     try:
         tokenizer = Tokenizer.from_state(payload["tokenizer"])
     except RuntimeError as error:
         raise _corrupt(path, f"its tokenizer cannot be read: {_first_line(error)}") from None
     model = build_model(config.model, tokenizer.src, tokenizer.tgt)
+    if "base" in payload:
+        with _weights_checked(path):
+            model.load_state_dict(translation_weights(adapter_base(payload, path, base)))
+        adapt(model, payload, path)
+    else:
+        with _weights_checked(path):
+            model.load_state_dict(translation_weights(payload))
+    return model.eval(), tokenizer, config
+
+
+def adapt(model: Seq2Seq, payload: dict, path: Path) -> Experiment:
+    """Adds the adapters of the adapter checkpoint `payload` (read from `path`) to `model`,
+    its base; the adapter's config."""
+    config = _config(payload, path)
+    add_adapters(model, config.train.adapters)
+    with _weights_checked(path):
+        load_trained_state(model, translation_weights(payload))
+    return config
+
+
+def _config(payload: dict, path: Path) -> Experiment:
     try:
-        model.load_state_dict(translation_weights(payload))
+        return checkpoint_config(payload["config"])
+    except ConfigError as error:
+        raise UserError(
+            f"checkpoint {path}: its config does not fit this nmt ({error}). "
+            "It was probably written by a newer nmt; upgrade nmt."
+        ) from None
+
+
+@contextlib.contextmanager
+def _weights_checked(path: Path) -> Iterator[None]:
+    """Turns a state dict that does not fit its model into a UserError naming `path`."""
+    try:
+        yield
     except RuntimeError as error:
         # the first line only says "Error(s) in loading state_dict"; the next names a tensor
         first = next(
@@ -153,4 +248,3 @@ def restore_model(payload: dict, path: Path) -> tuple[Seq2Seq, Tokenizer, Experi
             f"checkpoint {path}: its weights do not match its own config "
             f"({first[:200]}). The file was altered or mixed up."
         ) from None
-    return model.eval(), tokenizer, config

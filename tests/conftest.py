@@ -15,12 +15,19 @@ import torch
 from filelock import FileLock
 from typer.testing import CliRunner
 
-from nmt.checkpoint import checkpoint_payload, save_checkpoint
+from nmt.checkpoint import (
+    base_reference,
+    checkpoint_payload,
+    load_checkpoint,
+    restore_model,
+    save_checkpoint,
+)
 from nmt.cli import app
 from nmt.config import Experiment, load_config
 from nmt.cores import available_cores
 from nmt.data.demo import generate_pairs
 from nmt.data.tokenizer import Tokenizer, Vocab, build_tokenizer
+from nmt.model.adapters import add_adapters, trained_state
 from nmt.model.seq2seq import Seq2Seq, build_model
 from nmt.translate.translator import Translator
 
@@ -282,6 +289,21 @@ def write_checkpoint(path: Path, config: Experiment, tokenizer: Tokenizer, seed:
     torch.manual_seed(seed)
     model = build_model(config.model, tokenizer.src, tokenizer.tgt)
     save_checkpoint(path, checkpoint_payload(model, config, tokenizer, step=0, metrics={}))
+    return path
+
+
+def write_adapter(path: Path, base: Path, config: Experiment) -> Path:
+    """An adapter checkpoint of `config` (its train.adapters) on the checkpoint `base`, its
+    adapters drawn at random, as if trained."""
+    payload = load_checkpoint(base)
+    model, tokenizer, _ = restore_model(payload, base)
+    add_adapters(model, config.train.adapters)
+    generator = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for tensor in trained_state(model).values():
+            tensor.copy_(0.1 * torch.randn(tensor.shape, generator=generator))
+    reference = base_reference(payload, base)
+    save_checkpoint(path, checkpoint_payload(model, config, tokenizer, 0, {}, reference))
     return path
 
 

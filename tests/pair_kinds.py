@@ -1,7 +1,8 @@
 """The model kinds the pairwise test (tests/test_option_pairs.py) translates with: untrained
 tiny checkpoints of every architecture, attention and language layout, each beside its
 shortlist and a second model of its kind (its weights perturbed) for ensembles; a chain of
-two; a bf16-trained run; a CTranslate2 export. Built once per session, under pytest-xdist by
+two; a bf16-trained run; a CTranslate2 export; LoRA and bottleneck adapter checkpoints on
+the Transformer, which find their base themselves. Built once per session, under pytest-xdist by
 the first worker to ask, in a directory every worker reads.
 
 Each kind carries one more feature where it costs no case of its own: the copy RNN attends
@@ -22,6 +23,7 @@ from conftest import (
     WORKER,
     nmt,
     tiny_experiment,
+    write_adapter,
     write_checkpoint,
     write_marian_model,
     write_parallel,
@@ -62,6 +64,8 @@ KINDS = {
     "bf16_trained": Kind(),
     "chain": Kind(pivot="de", chain=True),  # rnnsearch (en-de), then a de-xx model
     "ctranslate2": Kind(engine="ctranslate2"),  # the Transformer, exported
+    "lora": Kind(),  # adapters on the Transformer: its embeddings and output too
+    "bottleneck": Kind(),
 }
 
 TWO_WAY = ("data.directions=[en-de,de-en]",)
@@ -83,6 +87,10 @@ CONFIGS = {
     "decoder_bos": (*TWO_WAY, "data.tags=decoder_bos", "model.attention.normaliser=hard"),
     "pivoting": (*THREE_WAY, "model.attention.window=2"),
     "multi_transformer": (*THREE_WAY, *TINY_TRANSFORMER),
+}
+ADAPTERS = {  # on the Transformer
+    "lora": ("train.adapters.targets=[attention,feed_forward,embeddings,output]",),
+    "bottleneck": ("train.adapters.type=bottleneck", "train.adapters.size=4"),
 }
 
 
@@ -141,6 +149,10 @@ def _build(directory: Path, built: dict[str, Built]) -> None:
         write_checkpoint(
             built[name].checkpoint, tiny_experiment(corpus, *overrides, *SPEED), tokenizer
         )
+    base = built["transformer"].checkpoint
+    for name, overrides in ADAPTERS.items():
+        adapted = (*TINY_TRANSFORMER, *SPEED, f"train.init_from={base}", *overrides)
+        write_adapter(built[name].checkpoint, base, tiny_experiment(corpus, *adapted))
     second = tiny_experiment(corpus, "data.src_lang=de", "data.tgt_lang=xx", *SPEED)
     write_checkpoint(built["chain"].then, second, plain, seed=2)
     strict = tiny_experiment(corpus, "data.src_lang=de", "data.tgt_lang=xx", *SPEED)
@@ -198,10 +210,13 @@ def _train_in_bf16(run_dir: Path, corpus: Path) -> None:
 
 
 def _perturbed(path: Path, partner: Path) -> None:
-    """Another model of the same kind: `path`'s weights, each moved at random."""
-    model, tokenizer, config = restore_model(load_checkpoint(path), path)
+    """Another model of the same kind: `path`'s weights, each moved at random (an adapter
+    checkpoint's adapters, on the same base)."""
+    payload = load_checkpoint(path)
+    model, tokenizer, config = restore_model(payload, path)
     generator = torch.Generator().manual_seed(1)
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.add_(0.3 * torch.randn(parameter.shape, generator=generator))
-    save_checkpoint(partner, checkpoint_payload(model, config, tokenizer, step=0, metrics={}))
+    partnered = checkpoint_payload(model, config, tokenizer, 0, {}, payload.get("base"))
+    save_checkpoint(partner, partnered)

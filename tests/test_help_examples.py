@@ -1,6 +1,8 @@
 """Every command's --help ends with examples that work as printed: run here in a directory laid
 out as `make train` and `nmt train --config configs/demo_transformer.yaml` leave it (tiny
-models in runs/demo and runs/demo_transformer, step checkpoints, test.en and test.de), plus
+models in runs/demo and runs/demo_transformer, step checkpoints, test.en and test.de, and
+runs/demo_legal, a LoRA adapter run on runs/demo, as the adapter example of nmt train
+leaves it), plus
 terms.jsonl, the constraints file a user writes for the translate example that reads one,
 and opus-mt-en-de, a (tiny, random) Marian model directory as a download leaves it."""
 
@@ -31,13 +33,14 @@ COMMANDS = (
     "distill",
     "clean",
     "average",
+    "adapter merge",
     "plot",
 )
 
 
 def examples(command: str) -> list[str]:
     """The example lines of a command's --help, continuation lines joined."""
-    text = CliRunner().invoke(app, [command, "--help"], terminal_width=200).output
+    text = CliRunner().invoke(app, [*command.split(), "--help"], terminal_width=200).output
     block = text.split("Examples:", 1)[1].split("\n\n", 1)[0]
     return [line.strip() for line in re.sub(r"\\\n\s*", "", block).splitlines() if line.strip()]
 
@@ -49,6 +52,8 @@ def workdir(tmp_path_factory, corpus_dir):
         config = tiny_experiment(corpus_dir, *switch, "train.keep_last=2", "train.max_steps=4")
         nmt.train_run(config, ["train.valid_every=2"], run_dir=root / "runs" / name)
     demo = root / "runs" / "demo"
+    adapters = ["train.max_steps=4", f"train.init_from={demo}", "train.adapters.type=lora"]
+    nmt.train_run(tiny_experiment(corpus_dir), adapters, run_dir=root / "runs" / "demo_legal")
     for step in (500, 1000):  # what `make train` leaves: its validations at 500 and 1000
         shutil.copy(demo / "step-000004.pt", demo / f"step-{step:06d}.pt")
     for lang in ("en", "de"):
@@ -91,7 +96,7 @@ def run_examples(command: str) -> None:
             stdin = shlex.split(echo)[1] + "\n"
         words = shlex.split(example)
         assert words[0] == "nmt", example
-        if words[1] != command:
+        if words[1 : 1 + len(command.split())] != command.split():
             continue  # another command's example (a workflow): run in its own test
         result = CliRunner().invoke(app, words[1:], input=stdin)
         assert result.exit_code == 0, (example, result.output, result.exception)

@@ -2,14 +2,23 @@
 
 Heavy libraries (torch, datasets, sacrebleu) are imported inside the commands, so
 `nmt --help` and argument errors answer at once. The commands live in training.py,
-decoding.py, distilling.py, cleaning.py, serving.py, exporting.py and shortlisting.py, the
-options they share in options.py; they are registered here, in the order `nmt --help` lists
-them.
+adapting.py, decoding.py, distilling.py, cleaning.py, serving.py, exporting.py and
+shortlisting.py, the options they share in options.py; they are registered here, in the
+order `nmt --help` lists them.
 """
 
 import typer
 
-from nmt.cli import cleaning, decoding, distilling, exporting, serving, shortlisting, training
+from nmt.cli import (
+    adapting,
+    cleaning,
+    decoding,
+    distilling,
+    exporting,
+    serving,
+    shortlisting,
+    training,
+)
 
 app = typer.Typer(
     add_completion=False,
@@ -25,6 +34,7 @@ app.command()(decoding.score)
 app.command()(distilling.distill)
 app.command()(cleaning.clean)
 app.command()(training.average)
+app.add_typer(adapting.adapter_app, name="adapter")
 app.command()(training.plot)
 app.command()(serving.serve)
 app.command()(exporting.export)

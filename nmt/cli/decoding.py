@@ -34,6 +34,7 @@ from nmt.cli.decoding_options import (
     TranslationsOutputOption,
 )
 from nmt.cli.options import (
+    AdapterOption,
     JsonOption,
     QuantizeOption,
     SrcLangOption,
@@ -62,6 +63,7 @@ GRID = ("beam", "alpha")  # what `nmt eval` scores a grid of, each option given 
 )
 def translate(
     checkpoint: checkpoints_option("translate with an ensemble") = None,
+    adapter: AdapterOption = None,
     engine: EngineOption = "torch",
     model: ModelDirOption = None,
     quantize: QuantizeOption = None,
@@ -93,6 +95,7 @@ def translate(
       nmt translate --checkpoint runs/demo/best.pt --input test.en --output test.hyp
       nmt translate --checkpoint runs/demo/best.pt --beam 1 --alignments --input test.en
       nmt translate --checkpoint runs/demo/best.pt --quantize int8 --input test.en
+      nmt translate --checkpoint runs/demo --adapter runs/demo_legal --input test.en
       nmt translate --engine ctranslate2 --model exported/demo_transformer --input test.en
       nmt translate --checkpoint runs/demo/best.pt --input test.en --constraints terms.jsonl
       nmt translate --checkpoint runs/demo/best.pt --markup html --input lines.html
@@ -111,7 +114,7 @@ def translate(
         )  # fmt: skip
         _check_markup(marked, keep, markup_placement, decode, alignments, attention_plots,
                       constraints, prefix)  # fmt: skip
-        _check_output_first(output, input, constraints, prefix, checkpoint, then)
+        _check_output_first(output, input, constraints, prefix, checkpoint, then, adapter)
         with contextlib.ExitStack() as files:
             source, terms, starts = _line_inputs(files, document, input, constraints, prefix)
             translator = _translator(
@@ -123,6 +126,7 @@ def translate(
                 tgt_lang,
                 attention_layer,
                 then,
+                adapter,
                 decode,
             )
             if output is not None:  # and every file opened since: a shortlist, a model's files
@@ -151,11 +155,16 @@ def translate(
     guarded(action)
 
 
-def _check_output_first(output, input, constraints, prefix, checkpoint, then) -> None:
+def _check_output_first(output, input, constraints, prefix, checkpoint, then, adapter) -> None:
     """--output against the files the options name, before the slow work."""
     if output is not None:
         given = [("--input", input), ("--constraints", constraints), ("--prefix", prefix)]
-        inputs = [*given, *checkpoint_inputs(checkpoint), *checkpoint_inputs(then, "--then")]
+        inputs = [
+            *given,
+            *checkpoint_inputs(checkpoint),
+            *checkpoint_inputs(then, "--then"),
+            *checkpoint_inputs(adapter, "--adapter"),
+        ]
         check_output(output, "--output", inputs, stdin=input is None)
 
 
@@ -195,11 +204,17 @@ def _translator(
     tgt_lang: str | None,
     attention_layer: int | None,
     then: Path | None,
+    adapter: Path | None,
     decode: dict,
 ) -> Any:
-    """Our Translator of the checkpoints (chained to `then`), or CTranslate2's of an
-    exported model."""
+    """Our Translator of the checkpoints (chained to `then`, adapted by `adapter`), or
+    CTranslate2's of an exported model."""
     if engine == "ctranslate2":
+        if adapter is not None:
+            raise UserError(
+                f"--adapter {adapter} goes on a --checkpoint; for --engine ctranslate2, merge "
+                "it (nmt adapter merge) and export the merged checkpoint."
+            )
         from nmt.export.engine import load_ctranslate2_translator
 
         return load_ctranslate2_translator(model, quantize, workers, tgt_lang, **decode)
@@ -212,6 +227,7 @@ def _translator(
         workers=workers,
         tgt_lang=tgt_lang,
         then=then,
+        adapter=adapter,
         **decode,
     )
 
@@ -313,6 +329,7 @@ def evaluate(
     checkpoint: checkpoints_option(
         "compare systems (paired bootstrap p-values against the first)"
     ) = None,
+    adapter: AdapterOption = None,
     split: SplitOption = None,
     src: SrcOption = None,
     hyp: HypOption = None,
@@ -368,7 +385,9 @@ def evaluate(
             )
         if output is not None:
             given = [("--src", src), ("--ref", ref), *checkpoint_inputs(checkpoint)]
-            check_output(output, "--output", given)
+            check_output(output, "--output", [*given, *checkpoint_inputs(adapter, "--adapter")])
+        if adapter is not None:  # it reaches Translator.load with the decode options
+            decode["adapter"] = adapter
         run = dict(split=split or "test", src=src, ref=ref, ensemble=ensemble)
         run.update(overrides=set_ or [], workers=workers, tgt_lang=tgt_lang)
         if hyp:
@@ -448,6 +467,7 @@ def _check_eval_options(
 @decoding("batch_size", "max_src_len", "max_len_extra", *COMPUTING, *PIVOTING)
 def score(
     checkpoint: checkpoints_option("score with an ensemble") = None,
+    adapter: AdapterOption = None,
     src: SrcOption = None,
     tgt: TgtOption = None,
     output: Annotated[
@@ -487,6 +507,7 @@ def score(
             raise UserError("nmt score needs --checkpoint FILE, --src FILE and --tgt FILE.")
         if output is not None:
             given = [("--src", src), ("--tgt", tgt), *checkpoint_inputs(checkpoint)]
+            given += checkpoint_inputs(adapter, "--adapter")
             check_output(output, "--output", given)
         with FileLines("--src", src, _text) as sources, FileLines("--tgt", tgt, _text) as targets:
             if sources.total != targets.total:
@@ -496,7 +517,9 @@ def score(
                 )
             from nmt.translate.translator import Translator
 
-            translator = Translator.load(checkpoint, workers=workers, tgt_lang=tgt_lang, **decode)
+            translator = Translator.load(
+                checkpoint, workers=workers, tgt_lang=tgt_lang, adapter=adapter, **decode
+            )
             with output_stream(output) as sink:
                 pairs = zip(sources, targets, strict=True)
                 _write_scores(translator, pairs, sources.total, sink, as_json, src_lang)

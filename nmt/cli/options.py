@@ -184,6 +184,15 @@ ThenOption = Annotated[
         "a chain of two models, e.g. German-English then English-Czech.",
     ),
 ]
+AdapterOption = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE",
+        help="An adapter checkpoint (a run directory of train.adapters, or a .pt file in "
+        "it) for the one --checkpoint, its base (default: a --checkpoint naming an adapter "
+        "run finds the base it was trained on).",
+    ),
+]
 SrcLangOption = Annotated[
     str | None,
     typer.Option(

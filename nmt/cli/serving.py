@@ -31,6 +31,14 @@ def serve(
             "several models.",
         ),
     ],
+    adapter: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="[NAME=]FILE",
+            help="An adapter checkpoint, served under its run name or NAME on the --checkpoint "
+            "it was trained on (whose weights it shares); repeat to serve several.",
+        ),
+    ] = None,
     host: Annotated[
         str, typer.Option(metavar="ADDRESS", help="Address to listen on (loopback by default).")
     ] = "127.0.0.1",
@@ -65,6 +73,7 @@ def serve(
       nmt serve --checkpoint runs/demo/best.pt
       nmt serve --checkpoint rnn=runs/demo/best.pt --checkpoint runs/demo_transformer/best.pt
       nmt serve --checkpoint runs/demo/best.pt --quantize int8
+      nmt serve --checkpoint base=runs/demo --adapter legal=runs/demo_legal
       curl -d '[{"src": "the small dog sees a bird.", "id": "demo"}]' \\
         localhost:5000/translator/translate
     """
@@ -76,6 +85,6 @@ def serve(
         from nmt.serve.server import Limits, serve
 
         limits = Limits(max_sentences=max_sentences, max_body_bytes=max_body_kib * 1024)
-        serve(checkpoint, host, port, api_key, limits, workers, quantize, decode)
+        serve(checkpoint, adapter or [], host, port, api_key, limits, workers, quantize, decode)
 
     guarded(action)

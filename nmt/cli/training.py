@@ -37,6 +37,8 @@ def train(
       nmt train --config configs/demo.yaml --run-dir runs/demo --resume
       nmt train --config configs/demo.yaml --set model.encoder.type=self_attention \\
         --set model.decoder.type=transformer --run-dir runs/demo_switched
+      nmt train --config configs/demo.yaml --run-dir runs/demo_legal \\
+        --set train.init_from=runs/demo --set train.adapters.type=lora
     """
 
     def action() -> None:

@@ -14,6 +14,7 @@ from nmt.config.loading import (
     resolve_config,
 )
 from nmt.config.schema import (
+    AdapterConfig,
     AttentionConfig,
     CleanConfig,
     ConfigError,
@@ -30,6 +31,7 @@ from nmt.config.schema import (
 )
 
 __all__ = [
+    "AdapterConfig",
     "AttentionConfig",
     "CleanConfig",
     "ConfigError",

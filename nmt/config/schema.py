@@ -544,6 +544,35 @@ class ModelConfig:
             )
 
 
+AdapterTarget = Literal["attention", "feed_forward", "embeddings", "output", "rnn_inputs"]
+
+
+@dataclass(frozen=True)
+class AdapterConfig:
+    """Adapters trained on a frozen base (train.init_from): LoRA on the weight matrices of
+    `targets` (rank, alpha, dropout), or a bottleneck of `size` units after each Transformer
+    layer (nmt/model/adapters.py). Defaults: docs/results.md, "Adapters"."""
+
+    type: Literal["lora", "bottleneck"] = "lora"
+    rank: int = 16
+    alpha: float = 32.0
+    dropout: float = 0.0
+    targets: list[AdapterTarget] = field(default_factory=lambda: ["attention", "feed_forward"])
+    size: int = 64
+
+    def __post_init__(self) -> None:
+        _positive(self, "rank", "size")
+        _require(self.alpha > 0, "alpha", f"must be positive, got {self.alpha}")
+        _probability(self, "dropout")
+        _require(bool(self.targets), "targets", "must name at least one kind of weight")
+        lora = self.type == "lora"
+        for key in ("rank", "alpha", "dropout", "targets"):
+            users = "only type lora uses it, not bottleneck"
+            _unused(self, key, lora, users, "set type: lora")
+        users = "only type bottleneck uses it, not lora"
+        _unused(self, "size", not lora, users, "set type: bottleneck")
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     seed: int = 42
@@ -576,6 +605,7 @@ class TrainConfig:
     ema_decay: float | None = None  # e.g. 0.999: validate, keep and test a moving average
     coverage_loss: float = 0.0  # weight of See et al.'s sum of min(attention, coverage)
     init_from: str | None = None  # a checkpoint whose weights and tokenizer training starts from
+    adapters: AdapterConfig | None = None  # train adapters alone on init_from's frozen model
     # P > 0: from update online_backtranslation_after on, a share P of each batch's pairs
     # trains on the model's own translation of the target into another of its languages
     # (nmt/train/backtranslation.py)
@@ -617,6 +647,12 @@ class TrainConfig:
             self.ema_decay is None or 0 < self.ema_decay < 1,
             "ema_decay",
             f"must be in (0, 1), e.g. 0.999, or null for no average; got {self.ema_decay}",
+        )
+        _require(
+            self.adapters is None or self.init_from is not None,
+            "adapters",
+            "trains adapters on a frozen base model, and train.init_from names none; set it "
+            "to the base's checkpoint (a run directory or .pt file), or remove adapters",
         )
         _require(
             self.valid_max_sentences is None or self.valid_max_sentences > 0,

@@ -44,7 +44,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from nmt.checkpoint import load_checkpoint, restore_model
+from nmt.checkpoint import load_checkpoint, restore_model, whole_model
 from nmt.config import Experiment, ModelConfig, config_to_dict
 from nmt.data.tokenizer import Tokenizer, Vocab, language_tag
 from nmt.errors import UserError
@@ -84,7 +84,9 @@ def export_ctranslate2(checkpoint: Path, output: Path, shortlist: int = 0) -> Pa
     import_ctranslate2("nmt export --format ctranslate2")
     output = Path(output)
     check_new_directory(output)
-    model, tokenizer, config = restore_model(load_checkpoint(checkpoint), checkpoint)
+    model, tokenizer, config = restore_model(
+        whole_model(load_checkpoint(checkpoint), checkpoint, "nmt export"), checkpoint
+    )
     refusal = unexportable(config.model)
     if refusal:
         raise UserError(

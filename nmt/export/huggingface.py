@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from nmt.checkpoint import load_checkpoint, restore_model
+from nmt.checkpoint import load_checkpoint, restore_model, whole_model
 from nmt.config import Experiment, config_to_dict
 from nmt.data.tokenizer import Tokenizer, Vocab
 from nmt.errors import UserError
@@ -43,7 +43,7 @@ def export_transformers(checkpoint: Path, output: Path) -> Path:
     require_extra("hub", NEEDED_BY)
     output = Path(output)
     check_new_directory(output)
-    payload = load_checkpoint(checkpoint)
+    payload = whole_model(load_checkpoint(checkpoint), checkpoint, "nmt export")
     model, tokenizer, config = restore_model(payload, checkpoint)
     refusal = unexportable(config.model, RUNTIME) or transformers_refusal(config, tokenizer)
     if refusal:

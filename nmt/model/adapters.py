@@ -1,106 +1,102 @@
-"""Adapters on a frozen model. Low-rank adapters (LoRA, Hu et al. 2021): each chosen linear
-map W becomes W + (alpha / rank) B A, with A (rank x in) drawn as nn.Linear draws its
-weights and B (out x rank) zero; `merged` folds them into W for a plain model of the base's
-shape. Bottleneck adapters (Bapna & Firat 2019): after each Transformer layer, x + W_up
-ReLU(W_down LN(x)), W_up zero. Either way the adapted model starts computing exactly what
-the base does, and only the adapters learn.
+"""Adapters on a frozen model (`train.adapters`). Low-rank adapters (LoRA, Hu et al. 2021):
+each chosen weight matrix W [out, in] becomes W + (alpha / rank) B A, with A (rank x in)
+drawn as nn.Linear draws its weights and B (out x rank) zero; `merged` folds them into W for
+a plain model of the base's shape. Bottleneck adapters (Bapna & Firat 2019): after each
+Transformer layer, x + W_up ReLU(W_down LN(x)), W_up zero. Either way the adapted model
+starts computing exactly what the base does, and only the adapters learn.
 
-Which maps: by the name of the module that holds them (`TARGETS`), so one rule serves the
-Transformer, RNNsearch and imported models alike."""
+Which matrices: those of the modules whose names `TARGETS` lists, so one rule serves the
+Transformer, RNNsearch and imported models alike. A matrix is adapted once, wherever it
+is used: an output layer tied to the embeddings shares its update with them, so merging
+stays exact.
+"""
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
+from nmt.config import AdapterConfig
+from nmt.errors import UserError
 from nmt.model.layers import TransformerLayer
 
 # what `train.adapters.targets` names, and the module names each covers
 TARGETS = {
     "attention": ("query_proj", "key_proj", "value_proj", "output_proj"),
     "feed_forward": ("feed_forward",),
+    "embeddings": ("embed",),
     "output": ("readout", "generator"),
     "rnn_inputs": ("embedding_gates", "context_gates"),
 }
+OWN_NAMES = (".lora_", ".bottleneck_")  # what an adapter's own parameters are called
+
+
+class LoRA(nn.Module):
+    """The low-rank update (alpha / rank) B A of one weight matrix [out, in]."""
+
+    def __init__(self, out_features: int, in_features: int, rank: int, alpha: float):
+        super().__init__()
+        self.scale = alpha / rank
+        self.lora_a = nn.Parameter(torch.empty(rank, in_features))
+        self.lora_b = nn.Parameter(torch.zeros(out_features, rank))
+        nn.init.kaiming_uniform_(self.lora_a, a=math.sqrt(5))  # as nn.Linear draws weights
+
+    def delta(self, dtype: torch.dtype) -> torch.Tensor:
+        return (self.scale * (self.lora_b @ self.lora_a)).to(dtype)
+
+    def extra_repr(self) -> str:
+        return f"rank={self.lora_a.shape[0]}, scale={self.scale}"
 
 
 class LoRALinear(nn.Module):
-    """`base` (kept frozen) plus a low-rank update of rank `rank`, scaled by alpha / rank."""
+    """A frozen nn.Linear plus a LoRA update of its weight, computed beside it (x A^T B^T)
+    rather than added to it, so a step costs two thin products instead of a new matrix."""
 
-    def __init__(self, base: nn.Linear, rank: int, alpha: float, dropout: float = 0.0):
+    def __init__(self, base: nn.Linear, update: LoRA, dropout: float = 0.0):
         super().__init__()
-        self.base = base
-        self.rank, self.scale = rank, alpha / rank
-        self.lora_a = nn.Parameter(torch.empty(rank, base.in_features))
-        self.lora_b = nn.Parameter(torch.zeros(base.out_features, rank))
-        nn.init.kaiming_uniform_(self.lora_a, a=math.sqrt(5))  # as nn.Linear draws weights
+        self.base, self.update = base, update
         self.dropout = nn.Dropout(dropout) if dropout else nn.Identity()
-        for parameter in base.parameters():
-            parameter.requires_grad_(False)
 
     @property
     def weight(self) -> torch.Tensor:
-        """The map's effective weight (what `merged` writes)."""
-        return self.base.weight + self.scale * (self.lora_b @ self.lora_a).to(
-            self.base.weight.dtype
-        )
+        """The effective weight (what the fused loss and a shortlist's cut read)."""
+        return self.base.weight + self.update.delta(self.base.weight.dtype)
 
     @property
     def bias(self) -> torch.Tensor | None:
         return self.base.bias
 
+    @property
+    def in_features(self) -> int:
+        return self.base.in_features
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        update = self.dropout(x) @ self.lora_a.t().to(x.dtype) @ self.lora_b.t().to(x.dtype)
-        return self.base(x) + self.scale * update
-
-    def extra_repr(self) -> str:
-        return f"rank={self.rank}, scale={self.scale}"
+        a, b = self.update.lora_a.to(x.dtype), self.update.lora_b.to(x.dtype)
+        return self.base(x) + self.update.scale * (self.dropout(x) @ a.t() @ b.t())
 
 
-def add_lora(
-    model: nn.Module,
-    targets: Iterable[str],
-    rank: int,
-    alpha: float,
-    dropout: float = 0.0,
-) -> list[str]:
-    """Freezes every parameter of `model` and wraps each nn.Linear whose module name (or a
-    parent's) is one `targets` covers (TARGETS' keys) in a LoRALinear; the names wrapped."""
-    names = {name for target in targets for name in TARGETS[target]}
-    for parameter in model.parameters():
-        parameter.requires_grad_(False)
-    wrapped = []
-    for path, module in list(model.named_modules()):
-        for child_name, child in list(module.named_children()):
-            full = f"{path}.{child_name}" if path else child_name
-            if isinstance(child, nn.Linear) and set(full.split(".")) & names:
-                setattr(module, child_name, LoRALinear(child, rank, alpha, dropout))
-                wrapped.append(full)
-    return wrapped
+class LoRAEmbedding(nn.Module):
+    """A frozen nn.Embedding plus a LoRA update of its table [vocab, dim]: row i gains
+    scale * B[i] A. The padding row's update never learns, as the table's own does not."""
 
+    def __init__(self, base: nn.Embedding, update: LoRA):
+        super().__init__()
+        self.base, self.update = base, update
 
-def adapter_state(model: nn.Module) -> dict[str, torch.Tensor]:
-    """The adapters' own weights, what an adapter checkpoint holds."""
-    own = (".lora_", ".bottleneck_")
-    return {name: t for name, t in model.state_dict().items() if any(o in name for o in own)}
+    @property
+    def weight(self) -> torch.Tensor:
+        return self.base.weight + self.update.delta(self.base.weight.dtype)
 
-
-def merged(model: nn.Module) -> nn.Module:
-    """`model` (changed in place) with each LoRALinear replaced by a plain nn.Linear of its
-    effective weight: the base's shape, computing what the adapted model computes."""
-    for module in list(model.modules()):
-        for child_name, child in list(module.named_children()):
-            if isinstance(child, LoRALinear):
-                plain = child.base
-                with torch.no_grad():
-                    plain.weight.copy_(child.weight)
-                for parameter in plain.parameters():
-                    parameter.requires_grad_(True)
-                setattr(module, child_name, plain)
-    return model
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        lookup = self.base(ids)
+        rows = F.embedding(ids, self.update.lora_b, padding_idx=self.base.padding_idx)
+        update = rows.to(lookup.dtype) @ self.update.lora_a.to(lookup.dtype)
+        return lookup + self.update.scale * update
 
 
 class Bottleneck(nn.Module):
@@ -116,21 +112,135 @@ class Bottleneck(nn.Module):
         nn.init.zeros_(self.bottleneck_up.weight)
         nn.init.zeros_(self.bottleneck_up.bias)
 
+    def __getattr__(self, name: str):
+        """The wrapped layer's parts, as its own (a decoder prepares its cross-attention)."""
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.layer, name)
+
     def forward(self, x: torch.Tensor, *args, **kwargs):
         x, *rest = self.layer(x, *args, **kwargs)
         down = torch.relu(self.bottleneck_down(self.bottleneck_norm(x)))
         return (x + self.bottleneck_up(down), *rest)
 
 
-def add_bottlenecks(model: nn.Module, size: int) -> list[str]:
-    """Freezes every parameter of `model` and follows each Transformer layer with a
-    Bottleneck of `size` units; the layers' names."""
+def add_adapters(model: nn.Module, config: AdapterConfig) -> list[str]:
+    """Freezes `model` and adds the adapters `config` describes; the modules adapted. A
+    UserError when the config finds nothing to adapt in this model."""
     for parameter in model.parameters():
         parameter.requires_grad_(False)
+    if config.type == "lora":
+        wrapped = add_lora(model, config.targets, config.rank, config.alpha, config.dropout)
+        missing = (
+            f"no module of the kinds train.adapters.targets names ({', '.join(config.targets)})"
+        )
+    else:
+        wrapped = add_bottlenecks(model, config.size)
+        missing = "no Transformer layer for train.adapters.type bottleneck to follow"
+    if not wrapped:
+        raise UserError(
+            f"this model has {missing}; choose other targets, or type lora with targets "
+            "attention, feed_forward, embeddings, output or rnn_inputs."
+        )
+    return wrapped
+
+
+def add_lora(
+    model: nn.Module, targets: Iterable[str], rank: int, alpha: float, dropout: float = 0.0
+) -> list[str]:
+    """Gives each weight matrix of a module that `targets` (TARGETS' keys) names, by its
+    own name or a parent's, one LoRA update, shared by every nn.Linear and nn.Embedding
+    that uses the matrix; the names of the modules wrapped."""
+    names = {name for target in targets for name in TARGETS[target]}
+    adaptable = _adaptable(model)
+    chosen = {id(module.weight) for path, module in adaptable if set(path.split(".")) & names}
+    updates: dict[int, LoRA] = {}
+    wrapped = []
+    for path, module in adaptable:
+        weight = module.weight
+        if id(weight) not in chosen:
+            continue
+        if id(weight) not in updates:
+            updates[id(weight)] = LoRA(weight.shape[0], weight.shape[1], rank, alpha)
+        update = updates[id(weight)]
+        if isinstance(module, nn.Embedding):
+            adapted: nn.Module = LoRAEmbedding(module, update)
+        else:
+            adapted = LoRALinear(module, update, dropout)
+        parent, _, child = path.rpartition(".")
+        setattr(model.get_submodule(parent), child, adapted)
+        wrapped.append(path)
+    return wrapped
+
+
+def _adaptable(model: nn.Module) -> list[tuple[str, nn.Module]]:
+    """Every nn.Linear and nn.Embedding with its path, a tied one under each of its names
+    (named_modules lists a module once; a tied matrix has two modules)."""
+    found = []
+    for path, module in model.named_modules(remove_duplicate=False):
+        if isinstance(module, (nn.Linear, nn.Embedding)) and path:
+            found.append((path, module))
+    return found
+
+
+def add_bottlenecks(model: nn.Module, size: int) -> list[str]:
+    """Follows each Transformer layer of `model` with a Bottleneck of `size` units; the
+    layers' names."""
     wrapped = []
     for path, module in list(model.named_modules()):
-        for child_name, child in list(module.named_children()):
-            if isinstance(child, TransformerLayer):
-                setattr(module, child_name, Bottleneck(child, size))
-                wrapped.append(f"{path}.{child_name}" if path else child_name)
+        if isinstance(module, TransformerLayer):
+            parent, _, child = path.rpartition(".")
+            setattr(model.get_submodule(parent), child, Bottleneck(module, size))
+            wrapped.append(path)
     return wrapped
+
+
+def has_adapters(model: nn.Module) -> bool:
+    return any(isinstance(m, (LoRA, Bottleneck)) for m in model.modules())
+
+
+def trained_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The weights a checkpoint of `model` holds: its adapters' alone where it has any,
+    else all of them."""
+    state = model.state_dict()
+    if not has_adapters(model):
+        return state
+    return {name: t for name, t in state.items() if any(own in name for own in OWN_NAMES)}
+
+
+def load_trained_state(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """`trained_state`'s inverse: an adapted model takes its adapters' weights, which must
+    be exactly the ones it has (a RuntimeError naming the first that is not), and keeps
+    its base."""
+    if not has_adapters(model):
+        model.load_state_dict(state)
+        return
+    expected = set(trained_state(model))
+    if set(state) != expected:
+        odd = sorted(set(state) ^ expected)[0]
+        raise RuntimeError(f"adapter weights do not fit:\n  {odd} is missing or unexpected")
+    model.load_state_dict(state, strict=False)
+
+
+def merged(model: nn.Module) -> nn.Module:
+    """`model` (changed in place) with each LoRA update folded into its matrix and the
+    wrappers gone: the base's shape, computing what the adapted model computes."""
+    folded: set[int] = set()
+    for path, module in list(model.named_modules(remove_duplicate=False)):
+        if isinstance(module, (LoRALinear, LoRAEmbedding)):
+            plain = module.base
+            if id(plain.weight) not in folded:  # a tied matrix takes its update once
+                with torch.no_grad():
+                    plain.weight.copy_(module.weight)
+                folded.add(id(plain.weight))
+            parent, _, child = path.rpartition(".")
+            setattr(model.get_submodule(parent), child, plain)
+    return model
+
+
+def sharing_base(model: nn.Module) -> nn.Module:
+    """A copy of `model` whose parameters and buffers are `model`'s own tensors: adapters
+    added to it leave `model` as it was, and the base is in memory once."""
+    memo = {id(tensor): tensor for tensor in [*model.parameters(), *model.buffers()]}
+    return copy.deepcopy(model, memo)

@@ -20,7 +20,9 @@ class MasterWeights:
 
     def __init__(self, master: nn.Module, dtype: torch.dtype):
         self.master, self.compute = master, copy.deepcopy(master).to(dtype)
-        masters, computes = list(master.parameters()), list(self.compute.parameters())
+        # a frozen base (train.adapters) keeps no master copy: only what learns is stepped
+        masters = [p for p in master.parameters() if p.requires_grad]
+        computes = [p for p in self.compute.parameters() if p.requires_grad]
         self.master_data, self.master_grad = _flattened(masters)
         self.compute_data, self.compute_grad = _flattened(computes)
         self.master_params = masters

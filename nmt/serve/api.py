@@ -73,6 +73,11 @@ class TranslateRequest(BaseModel):
         "translations: a chain of two (de-en, then en-cs), tgt_lang the second's; the "
         "model's chains list them.",
     )
+    adapter: StrictStr | None = Field(
+        None,
+        description="The name of one of the model's adapters (the model's adapters list "
+        "them) to translate with; default: the model itself.",
+    )
     markup: Literal["html", "xml"] | None = Field(
         None,
         description="src is marked up: its sentences are translated one by one and each tag "
@@ -125,6 +130,16 @@ class TranslationOut(BaseModel):
     )
 
 
+class AdapterInfo(BaseModel):
+    adapter: str = Field(description="Its name, a request's adapter.")
+    base: str = Field(description="The id of the model it adapts, whose weights it shares.")
+    type: str = Field(description="lora or bottleneck.")
+    src_lang: str = Field(description="The source language (its first direction's).")
+    tgt_lang: str = Field(description="The target language (its first direction's).")
+    directions: list[str] = Field(description="What it translates: cs-en, ...")
+    tgt_langs: list[str] = Field(description="The languages it writes.")
+
+
 class ModelInfo(BaseModel):
     model_id: str
     loaded: bool
@@ -138,6 +153,9 @@ class ModelInfo(BaseModel):
     attention: str = Field(description="The attention over the source: additive, dot, ...")
     heads: int
     quantize: str | None = Field(description="int8 when served with --quantize int8, else null.")
+    adapters: list[AdapterInfo] = Field(
+        description="Adapters served on this model (nmt serve --adapter), by name."
+    )
     pivots: dict[str, str] = Field(
         description="Directions it never trained that it translates through a pivot language: "
         "{'de-cs': 'en', ...}."

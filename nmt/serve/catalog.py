@@ -1,9 +1,11 @@
 """The models `nmt serve` offers, and the JSON of their translations.
 
 Each checkpoint named on the command line is loaded once, under an id (its run name, or ID
-from `--checkpoint ID=PATH`). Requests name a model by id only, never by path, so no request
-can make the server read a file. A request's `beam` and `n_best` replace the checkpoint's
-decode settings for its sentences, checked like the config's keys.
+from `--checkpoint ID=PATH`); each adapter (`--adapter NAME=PATH`) goes on the served model
+it was trained on, whose weights it shares. Requests name a model by id and an adapter by
+name only, never by path, so no request can make the server read a file. A request's
+`beam` and `n_best` replace the checkpoint's decode settings for its sentences, checked
+like the config's keys.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from typing import Any
 
 import torch
 
-from nmt.checkpoint import checkpoint_file
-from nmt.config import DecodeConfig
+from nmt.checkpoint import checkpoint_file, load_checkpoint, translation_weights, weights_digest
+from nmt.config import DecodeConfig, checkpoint_config
 from nmt.data.markup import MarkupKind
 from nmt.errors import UserError
 from nmt.serve.api import MAX_BEAM, excerpt
@@ -49,6 +51,8 @@ class ServedModel:
     id: str
     translator: Translator
     quantize: str | None = None  # "int8": int8 Linear and recurrent layers; None: fp32
+    adapters: dict[str, ServedModel] = dataclasses.field(default_factory=dict)
+    adapter: dict | None = None  # an adapter's own: {"adapter": NAME, "base": ID, "type": ...}
 
     def settings(
         self, beam: int | None = None, nbest: int | None = None, through: str | None = None
@@ -65,6 +69,19 @@ class ServedModel:
         return dataclasses.replace(
             decode, beam=beam, nbest=nbest, through=through or decode.through
         )
+
+    def with_adapter(self, name: str | None) -> ServedModel:
+        """This model, or its adapter `name` (None: none); a ValueError worded for the
+        request where it has no adapter of that name."""
+        if name is None:
+            return self
+        if name not in self.adapters:
+            known = ", ".join(map(repr, self.adapters)) or "none"
+            raise ValueError(
+                f"model {self.id!r} has no adapter {excerpt(name)!r}: set adapter to one of "
+                f"its adapters ({known}; GET /translator/models), or leave it out"
+            )
+        return self.adapters[name]
 
     def language_error(self, tgt_lang: str | None) -> str | None:
         """Why a request cannot ask this model for `tgt_lang` (None: not given), or None."""
@@ -95,6 +112,7 @@ class ServedModel:
             "attention": model.attention.type,
             "heads": model.attention.heads if model.attention.type == "multihead" else 1,
             "quantize": self.quantize,
+            "adapters": [adapter.adapter for adapter in self.adapters.values()],
             "pivots": pivots(pairs),
             "chains": chains(self, served),
             "decode": {
@@ -132,11 +150,18 @@ def chains(first: ServedModel, served: dict[str, ServedModel]) -> dict[str, str]
 
 
 def chained(
-    served: dict[str, ServedModel], model_id: str, then: str | None, through: str | None
+    served: dict[str, ServedModel],
+    route: tuple[str, str | None],
+    then: str | None,
+    through: str | None,
 ) -> Translator:
-    """The translator of `model_id`, chained to the model `then` (meeting in `through`, or
-    the one language they share) where a request names one."""
+    """The translator of `route` (a model id and an adapter of it, or None), chained to the
+    model `then` (meeting in `through`, or the one language they share) where a request
+    names one."""
+    model_id, adapter = route
     translator = served[model_id].translator
+    if adapter is not None:
+        translator = served[model_id].adapters[adapter].translator
     if then is None:
         return translator
     return translator.with_decode(through=through).chained(served[then].translator)
@@ -154,7 +179,7 @@ def pivots(pairs: list[tuple[str, str]]) -> dict[str, str]:
     return found
 
 
-def parse_spec(spec: str) -> tuple[str | None, Path]:
+def parse_spec(spec: str, option: str = "--checkpoint") -> tuple[str | None, Path]:
     """'PATH' -> (None, PATH); 'ID=PATH' -> (ID, PATH), unless PATH itself names a file or a
     run directory."""
     if "=" not in spec or Path(spec).exists():
@@ -162,9 +187,9 @@ def parse_spec(spec: str) -> tuple[str | None, Path]:
     model_id, _, path = spec.partition("=")
     if not MODEL_ID.fullmatch(model_id) or not path:
         raise UserError(
-            f"--checkpoint {spec!r}: expected PATH or ID=PATH, where ID is letters, digits, "
+            f"{option} {spec!r}: expected PATH or ID=PATH, where ID is letters, digits, "
             "'.', '_' or '-' and starts with a letter or digit "
-            "(e.g. --checkpoint base=runs/base/best.pt)."
+            f"(e.g. {option} base=runs/base/best.pt)."
         )
     return model_id, Path(path)
 
@@ -173,11 +198,13 @@ def load_models(
     specs: Sequence[str],
     device: str | torch.device = "auto",
     quantize: str | None = None,
+    adapters: Sequence[str] = (),
     **decode: Any,
 ) -> dict[str, ServedModel]:
     """Loads every checkpoint (as `nmt translate` does, `quantize` "int8" as with
     `--quantize int8`, `decode` replacing its decode settings as `--max-src-len` and
-    `--no-repeat-ngram` do) under its id; ids must be unique."""
+    `--no-repeat-ngram` do) under its id, ids unique; then each of `adapters` (NAME=PATH)
+    on the served model it was trained on (add_adapter)."""
     # every name is checked before the slow loading starts; a run directory gives its best.pt
     parsed = [(model_id, checkpoint_file(path)) for model_id, path in map(parse_spec, specs)]
     models: dict[str, ServedModel] = {}
@@ -194,7 +221,60 @@ def load_models(
             )
         models[model_id] = ServedModel(model_id, translator, quantize)
         sources[model_id] = path
+    if adapters:  # which served model each adapter goes on: by its weights' digest
+        digests = {
+            i: weights_digest(translation_weights(load_checkpoint(f))) for i, f in sources.items()
+        }
+        for spec in adapters:
+            add_adapter(models, digests, spec, decode)
     return models
+
+
+def add_adapter(
+    models: dict[str, ServedModel], digests: dict[str, str], spec: str, decode: dict
+) -> None:
+    """The adapter `spec` (NAME=PATH) on the served model whose weights it was trained on,
+    sharing them: its own config and decode settings, its base's precision."""
+    name, path = parse_spec(spec, "--adapter")
+    path = checkpoint_file(path)
+    payload = load_checkpoint(path)
+    if "base" not in payload:
+        raise UserError(
+            f"--adapter {spec}: {path} is a whole model, not an adapter checkpoint; serve it "
+            "with --checkpoint."
+        )
+    digest = payload["base"]["digest"]
+    base_id = next((i for i, found in digests.items() if found == digest), None)
+    if base_id is None:
+        raise UserError(
+            f"--adapter {spec}: it was trained on the base {payload['base']['path']} (weights' "
+            f"digest {digest[:12]}...), which no --checkpoint serves; serve that base too."
+        )
+    base = models[base_id]
+    name = name or checkpoint_config(payload["config"]).name
+    if name in base.adapters:
+        raise UserError(
+            f"--adapter {spec}: model {base_id!r} has an adapter named {name!r} already; "
+            f"name them apart with --adapter NAME=PATH."
+        )
+    if base.quantize is not None:
+        raise UserError(
+            f"--adapter {spec}: its base {base_id!r} is served as int8 (--quantize), whose "
+            "layers adapters cannot wrap; merge the adapter (nmt adapter merge) and serve "
+            "the merged checkpoint, or serve without --quantize."
+        )
+    translator = base.translator.adapted(payload, path, **decode)
+    pairs = translator.config.data.pairs
+    described = {
+        "adapter": name,
+        "base": base_id,
+        "type": translator.config.train.adapters.type,
+        "src_lang": pairs[0][0],
+        "tgt_lang": pairs[0][1],
+        "directions": ["-".join(pair) for pair in pairs],
+        "tgt_langs": translator.target_languages,
+    }
+    base.adapters[name] = ServedModel(f"{base_id}+{name}", translator, None, {}, described)
 
 
 def translate_items(

@@ -54,6 +54,9 @@ def serve_files(app: FastAPI, models: dict[str, ServedModel]) -> None:
         src_lang: Annotated[
             str | None, Form(description="The file's language, where it matters.")
         ] = None,
+        adapter: Annotated[
+            str | None, Form(description="One of the model's adapters to translate with.")
+        ] = None,
     ) -> Response:
         """Translate a file (HTML, XML, Markdown, SubRip, WebVTT, gettext, XLIFF, Word): the
         answer is the file translated, in its format, named NAME.LANG.EXT."""
@@ -61,6 +64,10 @@ def serve_files(app: FastAPI, models: dict[str, ServedModel]) -> None:
         if model is None:
             known = ", ".join(repr(name) for name in models)
             raise HTTPException(404, f"unknown model id {excerpt(id)!r}: set id to one of {known}")
+        try:
+            model = model.with_adapter(adapter)
+        except ValueError as error:
+            raise _invalid("adapter", str(error), adapter) from None
         if problem := model.language_error(tgt_lang):
             raise _invalid("tgt_lang", problem, tgt_lang)
         name = PurePosixPath(file.filename or "file").name

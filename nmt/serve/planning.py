@@ -18,8 +18,8 @@ from nmt.translate.routing import RouteError, check_route, target_of
 def plan(
     models: dict[str, ServedModel], items: list[TranslateRequest]
 ) -> tuple[dict[tuple, list[tuple[int, Item]]], int]:
-    """Groups the inputs by (model id, decode settings, target and source language), each
-    group one batcher job.
+    """Groups the inputs by (model id and adapter, decode settings, target and source
+    language, chain, markup), each group one batcher job: a batch is of one adapter.
 
     All inputs of a request must give the same n_best: the answer is laid out by rank.
     """
@@ -35,6 +35,11 @@ def plan(
                 f"{known} (GET /translator/models)",
             )
         try:
+            model = model.with_adapter(request.adapter)
+        except ValueError as error:
+            raise invalid(index, "adapter", str(error), excerpt(request.adapter)) from None
+        route = (str(request.id), request.adapter)
+        try:
             decode = model.settings(request.beam, request.n_best, request.through)
         except ValueError as error:
             raise invalid(index, "n_best", str(error), request.n_best) from None
@@ -47,7 +52,7 @@ def plan(
             raise invalid(index, "n_best", detail, request.n_best)
         nbest = decode.nbest
         try:
-            translator = chained(models, model.id, request.then, decode.through)
+            translator = chained(models, route, request.then, decode.through)
             target = target_of(translator, request.tgt_lang)
             check_route(translator, decode, target, request.src_lang)
         except RouteError as error:
@@ -78,7 +83,7 @@ def plan(
             parse_constraints(wanted),
             request.prefix,
         )
-        key = (model.id, decode, request.tgt_lang, request.src_lang, request.then, request.markup)
+        key = (route, decode, request.tgt_lang, request.src_lang, request.then, request.markup)
         groups.setdefault(key, []).append((index, item))
     return groups, nbest or 1
 

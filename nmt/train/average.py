@@ -31,6 +31,11 @@ def average_checkpoints(paths: list[Path], output: Path) -> dict:
                 f"cannot average {path} with {reference_path}: their configs differ "
                 f"({'; '.join(differences[:4])}). Average checkpoints of one run or config."
             )
+        if payload.get("base", {}).get("digest") != reference.get("base", {}).get("digest"):
+            raise UserError(
+                f"cannot average {path} with {reference_path}: they adapt different base "
+                "models (or one is an adapter checkpoint and the other a whole model)."
+            )
         if _vocabularies(payload["tokenizer"]) != _vocabularies(reference["tokenizer"]):
             raise UserError(
                 f"cannot average {path} with {reference_path}: their tokenizers differ."
@@ -49,6 +54,7 @@ def average_checkpoints(paths: list[Path], output: Path) -> dict:
         "model": averaged,
         "step": reference["step"],
         "metrics": {"averaged": [str(path) for path in paths]},
+        **({"base": reference["base"]} if "base" in reference else {}),
     }
     restore_model(result, output)  # the weights must rebuild the model before they are written
     check_output(Path(output), "--output")  # against every checkpoint averaged

@@ -14,6 +14,8 @@ import copy
 import torch
 from torch import nn
 
+from nmt.model.adapters import load_trained_state, trained_state
+
 
 def ema_decay_at(decay: float, updates: int) -> float:
     """The decay the `updates`-th update (counting from 1) uses."""
@@ -33,7 +35,8 @@ class WeightAverage:
         self.updates += 1
         weight = 1 - ema_decay_at(self.decay, self.updates)
         averaged = dict(self.model.named_parameters())
-        pairs = [(averaged[name], value) for name, value in model.named_parameters()]
+        learning = [(name, v) for name, v in model.named_parameters() if v.requires_grad]
+        pairs = [(averaged[name], value) for name, value in learning]
         floating = [(a, v) for a, v in pairs if a.is_floating_point()]
         if floating:
             torch._foreach_lerp_([a for a, _ in floating], [v for _, v in floating], weight)
@@ -41,8 +44,8 @@ class WeightAverage:
             mine.copy_(theirs)
 
     def state_dict(self) -> dict:
-        return {"weights": self.model.state_dict(), "updates": self.updates}
+        return {"weights": trained_state(self.model), "updates": self.updates}
 
     def load_state_dict(self, state: dict) -> None:
-        self.model.load_state_dict(state["weights"])
+        load_trained_state(self.model, state["weights"])
         self.updates = state["updates"]

@@ -29,7 +29,7 @@ from nmt.train.progress import Outcome
 from nmt.train.resume import resume_point, trim_metrics
 from nmt.train.rundir import RunLog, check_run_dir, save_config, start_run
 from nmt.train.trainer import Trainer
-from nmt.train.transfer import load_parent_weights, parent_checkpoint
+from nmt.train.transfer import load_parent_weights, parent_checkpoint, with_adapters
 from nmt.translate.auto_precision import auto_precision
 
 log = logging.getLogger("nmt")
@@ -102,7 +102,8 @@ def _train(config, run_dir, payload, overwrite, device, ranks) -> Outcome:
         config = _in_run_precision(config, device, payload, vocab, ranks.distributed)
         model = build_model(config.model, vocab.src, vocab.tgt)
         if parent is not None:  # before the run directory is written: a misfit leaves none
-            load_parent_weights(model, parent, config.train.init_from)
+            load_parent_weights(model, parent, config.train.init_from, config)
+        base = with_adapters(model, config, parent, payload, run_dir)
         if ranks.is_main:
             if payload is None:
                 start_run(run_dir, config, corpus.tokenizer)
@@ -113,7 +114,7 @@ def _train(config, run_dir, payload, overwrite, device, ranks) -> Outcome:
         ranks.barrier()
         if ranks.distributed:  # same initial weights everywhere, different dropout per rank
             torch.manual_seed(config.train.seed + ranks.rank)
-        trainer = Trainer(config, run_dir, corpus, model, device, ranks, resume_from=payload)
+        trainer = Trainer(config, run_dir, corpus, model, device, ranks, payload, base)
         _log_start(config, corpus, model, run_dir, device, ranks, payload)
         try:
             with trainer.stop:
@@ -139,13 +140,18 @@ def _in_run_precision(config, device, payload, tokenizer, distributed) -> Experi
 
 def _log_start(config, corpus, model, run_dir, device, ranks, payload) -> None:
     parameters = sum(p.numel() for p in model.parameters())
+    learning = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    shown = f"{parameters / 1e6:.2f}M parameters"
+    if learning < parameters:
+        share = 100 * learning / (parameters - learning)
+        shown += f" ({learning / 1e6:.3f}M learning, {share:.2f}% of the base's)"
     log.info(
-        "%s: %s, vocab %d/%d, %.2fM parameters, %s%s, %s, run dir %s",
+        "%s: %s, vocab %d/%d, %s, %s%s, %s, run dir %s",
         config.name,
         corpus.train.description,
         corpus.tokenizer.src.size,
         corpus.tokenizer.tgt.size,
-        parameters / 1e6,
+        shown,
         device,
         f" x {ranks.world} processes" if ranks.distributed else "",
         config.train.precision,

@@ -13,6 +13,7 @@ from pathlib import Path
 from nmt.checkpoint import checkpoint_payload, save_checkpoint
 from nmt.config import Experiment, TrainConfig
 from nmt.data.tokenizer import Tokenizer
+from nmt.model.adapters import trained_state
 from nmt.model.seq2seq import Seq2Seq
 from nmt.train.optim import reduces_on_plateau
 from nmt.train.progress import Progress
@@ -53,12 +54,14 @@ class CheckpointKeeper:
         config: Experiment,
         tokenizer: Tokenizer,
         averaged: Seq2Seq | None = None,
+        base: dict | None = None,
     ):
         self.run_dir = run_dir
         self.model = model
         self.averaged = averaged  # the moving average of the weights (train.ema_decay)
         self.config = config
         self.tokenizer = tokenizer
+        self.base = base  # an adapter run's base_reference
 
     def keep(self, record: dict, progress: Progress) -> None:
         """After a validation: best.pt on a new best, then the step checkpoint."""
@@ -74,15 +77,15 @@ class CheckpointKeeper:
         """last.pt: the weights plus `training`, everything resuming needs; with a moving
         average, the raw weights to resume from and the average ("ema") to translate with."""
         payload = checkpoint_payload(
-            self.model, self.config, self.tokenizer, step, metrics or {"step": step}
+            self.model, self.config, self.tokenizer, step, metrics or {"step": step}, self.base
         )
         payload["training"] = training
         if self.averaged is not None:
-            payload["ema"] = self.averaged.state_dict()
+            payload["ema"] = trained_state(self.averaged)
         save_checkpoint(self.run_dir / "last.pt", payload)
 
     def save(self, name: str, step: int, metrics: dict) -> None:
         """A checkpoint to translate with: the moving average where one is kept."""
         model = self.averaged if self.averaged is not None else self.model
-        payload = checkpoint_payload(model, self.config, self.tokenizer, step, metrics)
+        payload = checkpoint_payload(model, self.config, self.tokenizer, step, metrics, self.base)
         save_checkpoint(self.run_dir / name, payload)

@@ -22,6 +22,7 @@ from nmt.config import Experiment, TrainConfig
 from nmt.data.batching import Batch, make_batch
 from nmt.data.corpus import Corpus
 from nmt.errors import UserError
+from nmt.model.adapters import load_trained_state
 from nmt.model.normalisers import anneal_hard_attention
 from nmt.model.seq2seq import Seq2Seq
 from nmt.terminal import clear_line
@@ -53,7 +54,10 @@ class Trainer:
         device: torch.device | None = None,
         ranks: Ranks | None = None,
         resume_from: dict | None = None,
+        base: dict | None = None,
     ):
+        """`base`: an adapter run's base_reference (nmt/checkpoint.py), which its
+        checkpoints carry."""
         self.config = config
         self.run_dir = run_dir
         self.corpus = corpus
@@ -63,14 +67,17 @@ class Trainer:
         self.model = model.to(self.device)  # what is saved: never the DDP wrapper
         computing = self.precision.computing(self.model)  # the model, or its bf16 copy
         self.network = self.ranks.wrap(computing, self.device)  # what computes gradients
-        self.optimizer = build_optimizer(self.model.parameters(), config.train)
+        self.learning = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = build_optimizer(self.learning, config.train)
         decay = config.train.ema_decay
         # one moving average, on the process that validates and saves
         self.ema = WeightAverage(self.model, decay) if decay and self.ranks.is_main else None
         averaged = self.ema.model if self.ema is not None else None
         evaluated = averaged or self.model
         self.validator = Validator(evaluated, corpus, config, self.precision, self.device)
-        self.keeper = CheckpointKeeper(run_dir, self.model, config, corpus.tokenizer, averaged)
+        self.keeper = CheckpointKeeper(
+            run_dir, self.model, config, corpus.tokenizer, averaged, base
+        )
         self.backtranslation = OnlineBacktranslation(config, corpus.tokenizer, self.ranks.rank)
         self.progress, self.window, self.stop = Progress(), LossWindow(), StopRequest()
         if resume_from is not None:
@@ -154,7 +161,7 @@ class Trainer:
         scaler.unscale_(self.optimizer)
         finite = torch.isfinite(total)
         if train.clip_norm > 0:
-            norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), train.clip_norm)
+            norm = torch.nn.utils.clip_grad_norm_(self.learning, train.clip_norm)
             finite &= torch.isfinite(norm) | scaler.is_enabled()  # fp16 overflow: scaler's job
         if self.ranks.most(int(not bool(finite))):
             self.optimizer.zero_grad(set_to_none=True)
@@ -212,7 +219,7 @@ class Trainer:
     def restore(self, payload: dict) -> None:
         """Continues from last.pt: weights, optimizer, scaler, progress, loss window, RNG."""
         training = payload["training"]
-        self.model.load_state_dict(payload["model"])
+        load_trained_state(self.model, payload["model"])
         if self.ema is not None:
             self.ema.load_state_dict(
                 {"weights": payload["ema"], "updates": training["ema_updates"]}

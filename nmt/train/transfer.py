@@ -13,10 +13,18 @@ from pathlib import Path
 
 import torch
 
-from nmt.checkpoint import load_checkpoint, translation_weights
+from nmt.checkpoint import (
+    adapter_base,
+    base_reference,
+    checkpoint_file,
+    load_checkpoint,
+    translation_weights,
+    whole_model,
+)
 from nmt.config import Experiment
 from nmt.data.tokenizer import Tokenizer, language_tag
 from nmt.errors import UserError
+from nmt.model.adapters import add_adapters
 
 log = logging.getLogger("nmt")
 
@@ -26,7 +34,7 @@ def parent_checkpoint(config: Experiment) -> tuple[dict, Tokenizer]:
     directions: each language the child writes needs a tag when the parent reads tags, and
     a child that writes several languages needs a parent that reads tags."""
     path = Path(config.train.init_from)
-    payload = load_checkpoint(path)
+    payload = whole_model(load_checkpoint(path), path, "train.init_from")
     tokenizer = Tokenizer.from_state(payload["tokenizer"])
     targets = config.data.target_languages
     missing = [language for language in targets if language not in tokenizer.tags]
@@ -47,7 +55,9 @@ def parent_checkpoint(config: Experiment) -> tuple[dict, Tokenizer]:
     return payload, tokenizer
 
 
-def load_parent_weights(model: torch.nn.Module, payload: dict, path: str) -> None:
+def load_parent_weights(
+    model: torch.nn.Module, payload: dict, path: str, config: Experiment
+) -> None:
     """The parent's weights into the child's model, which must have the same shapes. A
     child may add parameters the parent lacks (a coverage weight, a copy gate, as See et
     al. 2017 add coverage to a trained model): those start fresh, with a notice."""
@@ -67,6 +77,12 @@ def load_parent_weights(model: torch.nn.Module, payload: dict, path: str) -> Non
             "and sizes), or start from another checkpoint."
         )
     fresh = sorted(set(child) - set(weights))
+    if fresh and config.train.adapters is not None:
+        raise UserError(
+            f"train.init_from {path} has no {', '.join(fresh[:4])}: under train.adapters the "
+            "base stays frozen, so they would never learn. Give the config the base's model "
+            "section, or train without adapters."
+        )
     model.load_state_dict(weights, strict=False)
     if fresh:
         log.info(
@@ -76,3 +92,27 @@ def load_parent_weights(model: torch.nn.Module, payload: dict, path: str) -> Non
             "they" if len(fresh) > 1 else "it",
             "" if len(fresh) > 1 else "s",
         )
+
+
+def with_adapters(
+    model: torch.nn.Module,
+    config: Experiment,
+    parent: dict | None,
+    resumed: dict | None,
+    run_dir: Path,
+) -> dict | None:
+    """Under train.adapters: `model` (the base's weights in it) frozen, with its adapters
+    added; the base_reference its checkpoints carry. A resumed run first takes its base
+    again, the one with the digest its last.pt names."""
+    if config.train.adapters is None:
+        return None
+    if resumed is not None:
+        model.load_state_dict(translation_weights(adapter_base(resumed, run_dir / "last.pt")))
+        reference = resumed["base"]
+    else:
+        reference = base_reference(parent, checkpoint_file(config.train.init_from))
+    names = add_adapters(model, config.train.adapters)
+    log.info(
+        "adapters (%s) on %d modules of the frozen base", config.train.adapters.type, len(names)
+    )
+    return reference

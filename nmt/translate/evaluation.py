@@ -186,7 +186,8 @@ def evaluate_run(
     to score. `workers`: batches decoded side by side (default: one per core). `output`: a
     file that keeps the translations, one a line, of one system in one direction, so that
     later systems can be tested against them (`nmt eval --hyp A --hyp B`). `decode`
-    (beam=1, alpha=1.0, batch_size=32, ...) replaces their decode settings."""
+    (beam=1, alpha=1.0, batch_size=32, ...) replaces their decode settings; with
+    adapter=PATH among them, an adapter checkpoint goes on the one checkpoint."""
     paths = [checkpoints] if isinstance(checkpoints, (str, os.PathLike)) else list(checkpoints)
     test_set = read_test_set(src, ref)
     return score_checkpoints(

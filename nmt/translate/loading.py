@@ -11,10 +11,11 @@ from typing import Any
 
 import torch
 
-from nmt.checkpoint import checkpoint_file, load_checkpoint, restore_model
+from nmt.checkpoint import adapt, checkpoint_file, load_checkpoint, restore_model
 from nmt.config import ConfigError, DecodeConfig, Experiment
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
+from nmt.model.adapters import merged, sharing_base
 from nmt.model.device import resolve_device
 from nmt.search import Ensemble
 from nmt.translate.quantize import quantize as quantize_model
@@ -27,15 +28,21 @@ def load_model(
     device: str | torch.device = "auto",
     quantize: str | None = None,
     attention_layer: int | None = None,
+    adapter: PathLike | None = None,
 ) -> tuple[torch.nn.Module, Tokenizer, Experiment, torch.device]:
     """The model of one checkpoint (a .pt file or a run directory), or an Ensemble of
     several, on `device` ("auto": CUDA when torch sees one, unless quantized), with the
-    first checkpoint's tokenizer and config. See Translator.load."""
+    first checkpoint's tokenizer and config; with `adapter`, an adapter checkpoint, the
+    one checkpoint is its base. LoRA updates are folded into their matrices, so an adapted
+    model translates at its base's speed. See Translator.load."""
     if isinstance(device, str):
         device = resolve_device("cpu" if quantize and device == "auto" else device, 0, "device")
     paths = [checkpoint_file(path) for path in checkpoint_paths(checkpoints)]
-    restored = [restore_model(load_checkpoint(path), path) for path in paths]
-    models = [model for model, _, _ in restored]
+    if adapter is not None:
+        restored = [adapted_model(paths, checkpoint_file(adapter))]
+    else:
+        restored = [restore_model(load_checkpoint(path), path) for path in paths]
+    models = [merged(model) for model, _, _ in restored]
     tokenizer, config = restored[0][1], restored[0][2]
     for path, (_, other, other_config) in zip(paths[1:], restored[1:], strict=True):
         _check_same_vocabularies(paths[0], path, tokenizer, other)
@@ -47,6 +54,32 @@ def load_model(
     if quantize is not None:
         model = quantize_model(model, quantize)
     return model, tokenizer, config, device
+
+
+def adapted_model(bases: list[Path], adapter: Path) -> tuple:
+    """restore_model's answer for the adapter checkpoint `adapter` on the one base in
+    `bases`."""
+    if len(bases) != 1:
+        raise UserError(
+            f"--adapter {adapter} adapts one model, and {len(bases)} checkpoints are given: "
+            "name its base alone with --checkpoint (an ensemble of adapted models: merge "
+            "each with nmt adapter merge and ensemble the results)."
+        )
+    payload = load_checkpoint(adapter)
+    if "base" not in payload:
+        raise UserError(
+            f"--adapter {adapter} is a whole model, not an adapter checkpoint (a run of "
+            "train.adapters writes those): translate it with --checkpoint alone."
+        )
+    return restore_model(payload, adapter, bases[0])
+
+
+def shared_adapters(base: torch.nn.Module, payload: dict, path: Path) -> tuple:
+    """The adapters of the adapter checkpoint `payload` (read from `path`) on a copy of
+    `base` that shares its weights, in their precision; with the adapter's config."""
+    model = sharing_base(base)
+    config = adapt(model, payload, path)
+    return model.to(next(base.parameters()).dtype).eval(), config
 
 
 def precision_named(decode: DecodeConfig, options: dict[str, Any], whose: str) -> str:

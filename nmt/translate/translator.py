@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, overload
 
 import torch
@@ -35,6 +36,7 @@ from nmt.translate.loading import (
     in_precision,
     load_model,
     precision_named,
+    shared_adapters,
     tokenizer_towards,
 )
 from nmt.translate.markup import marked_translations
@@ -90,6 +92,7 @@ class Translator:
         workers: int | None = 1,
         tgt_lang: str | None = None,
         then: PathLike | None = None,
+        adapter: PathLike | None = None,
         **decode: Any,
     ) -> Translator:
         """One checkpoint, or several as an ensemble (every step averages them); a .pt file
@@ -99,11 +102,15 @@ class Translator:
         alignments and plots show. `tgt_lang`: the language to write, of several. `decode`
         replaces the first checkpoint's decode settings (beam=5, shortlist=50, precision=
         "bf16", through="en", ...). `then`: a checkpoint translating on from these
-        translations, a chain of two (nmt/translate/pivot.py); docs/python.md says more."""
-        loaded = _loaded(cls, checkpoints, device, quantize, attention_layer, workers, decode)
+        translations, a chain of two (nmt/translate/pivot.py). `adapter`: an adapter
+        checkpoint (train.adapters) for the one checkpoint, its base; docs/python.md says
+        more."""
+        model = load_model(checkpoints, device, quantize, attention_layer, adapter)
+        loaded = _loaded(cls, checkpoints, model, quantize, workers, decode)
         loaded.tgt_lang = tgt_lang
         if then is not None:
-            loaded = loaded.chained(_loaded(cls, then, device, quantize, None, workers, decode))
+            second = load_model(then, device, quantize)
+            loaded = loaded.chained(_loaded(cls, then, second, quantize, workers, decode))
         if tgt_lang is not None:
             (loaded.then or loaded).towards(tgt_lang)  # an unknown language fails here
         return loaded
@@ -115,6 +122,17 @@ class Translator:
         chain.then = then
         meeting(chain, then, chain.decode.through)
         return chain
+
+    def adapted(self, payload: dict, path: Path, **decode: Any) -> Translator:
+        """A Translator of the adapter checkpoint `payload` (read from `path`) on this
+        translator's model, its base, sharing the base's weights (in memory once): the
+        adapter's config and decode settings (`decode` replacing them), computing in this
+        model's precision. LoRA stays beside its matrices: folding it in would copy them."""
+        model, config = shared_adapters(self.model, payload, path)
+        dtype = next(self.model.parameters()).dtype
+        precision = {"precision": "bf16" if dtype == torch.bfloat16 else "fp32"}
+        settings = decode_settings(config.decode, {**decode, **precision})
+        return type(self)(model, self.tokenizer, config, settings, self.device, self.workers)
 
     def with_decode(self, **options: Any) -> Translator:
         """This translator, its model shared (loaded once), with decode settings replaced
@@ -252,9 +270,10 @@ def _searched(
     )
 
 
-def _loaded(cls, checkpoints, device, quantize, attention_layer, workers, decode) -> Translator:
-    """A Translator of `checkpoints`, as Translator.load describes."""
-    model, tokenizer, config, device = load_model(checkpoints, device, quantize, attention_layer)
+def _loaded(cls, checkpoints, loaded, quantize, workers, decode) -> Translator:
+    """A Translator of `checkpoints`, whose load_model answer is `loaded`, as Translator.load
+    describes."""
+    model, tokenizer, config, device = loaded
     settings = decode_settings(config.decode, decode)
     named = precision_named(settings, decode, "the checkpoint's")
     auto = functools.partial(auto_precision, config, tokenizer, device)

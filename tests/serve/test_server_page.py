@@ -11,7 +11,7 @@ import shutil
 import pytest
 from serving import running_server
 
-from conftest import tiny_experiment, two_way_tokenizer, write_checkpoint
+from conftest import tiny_experiment, two_way_tokenizer, write_adapter, write_checkpoint
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -452,3 +452,42 @@ def test_a_language_another_served_model_writes_on_into_is_a_chain_on_the_page(
     column = translated_on_page(browser, wait, "de-en")
     request = {"src": GERMAN, "id": "de-en", "tgt_lang": "xx", "then": "en-xx"}
     shows_the_pivoted_answer(column, *chain_server.translate([request]))
+
+
+@pytest.fixture(scope="module")
+def adapter_server(tmp_path_factory, corpus_dir, tokenizer):
+    """A model and a LoRA adapter on it."""
+    directory = tmp_path_factory.mktemp("adapter")
+    base = write_checkpoint(directory / "base.pt", tiny_experiment(corpus_dir), tokenizer)
+    adapted = tiny_experiment(corpus_dir, f"train.init_from={base}", "train.adapters.rank=2")
+    adapter = write_adapter(directory / "legal.pt", base, adapted)
+    specs = [f"--checkpoint=base={base}", f"--adapter=legal={adapter}"]
+    with running_server(directory / "server.log", *specs) as s:
+        yield s
+
+
+def test_an_adapter_is_offered_beside_its_base_and_translates_side_by_side(
+    adapter_server, browser
+):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.select import Select
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    wait = WebDriverWait(browser, 60)
+    browser.get(adapter_server.url + "/")
+    wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#model-a option")) == 2)
+    Select(browser.find_element(By.ID, "model-a")).select_by_value("base+legal")
+    Select(browser.find_element(By.ID, "model-b")).select_by_value("base")
+    source = browser.find_element(By.ID, "source")
+    source.clear()
+    source.send_keys(SENTENCE)
+    browser.find_element(By.ID, "translate").click()
+    wait.until(lambda b: "done" in b.find_element(By.ID, "status").text)
+    shown = {}
+    for model in ("base+legal", "base"):
+        column = browser.find_element(By.CSS_SELECTOR, f'.column[data-model="{model}"]')
+        shown[model] = column.find_element(By.CSS_SELECTOR, ".translation").text
+    routes = {"base+legal": {"adapter": "legal"}, "base": {}}
+    for model, route in routes.items():
+        status, answer = adapter_server.translate([{"src": SENTENCE, "id": "base", **route}])
+        assert status == 200 and shown[model] == answer[0][0]["tgt"].strip()

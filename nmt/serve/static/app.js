@@ -86,22 +86,38 @@ async function loadModels() {
   maxSentences = limits.max_sentences;
   $("file").accept = limits.file_formats.flatMap((format) => format.extensions).join(",");
   for (const model of models) {
-    targetLanguages[model.model_id] = model.tgt_langs;
-    ownTarget[model.model_id] = model.tgt_lang;
-    sourceLanguages[model.model_id] = [...new Set(model.directions.map((d) => d.split("-")[0]))];
-    chainedLanguages[model.model_id] = model.chains;
-    const directions = model.directions.map((d) => d.replace("-", "→")).join(" ");
-    const details = [directions, model.decoder, model.attention];
+    const details = [model.decoder, model.attention];
     if (model.quantize) details.push(model.quantize);
-    const label = `${model.model_id} (${details.join(", ")})`;
-    for (const id of ["model-a", "model-b"]) {
-      const option = element("option", "", label);
-      option.value = model.model_id;
-      $(id).append(option);
+    offer(model.model_id, model, details);
+    // An adapter is offered as "MODEL+NAME": ids never hold "+" (request: id and adapter).
+    for (const adapter of model.adapters) {
+      offer(`${model.model_id}+${adapter.adapter}`, adapter, [`${adapter.type} adapter`]);
     }
   }
   showLanguages();
   setStatus(`${models.length} model${models.length === 1 ? "" : "s"} loaded`);
+}
+
+// One choice of the model pickers: a model, or an adapter on one (`served` says which
+// languages it reads and writes).
+function offer(value, served, details) {
+  targetLanguages[value] = served.tgt_langs;
+  ownTarget[value] = served.tgt_lang;
+  sourceLanguages[value] = [...new Set(served.directions.map((d) => d.split("-")[0]))];
+  chainedLanguages[value] = served.chains || {};
+  const directions = served.directions.map((d) => d.replace("-", "→")).join(" ");
+  const label = `${value} (${[directions, ...details].join(", ")})`;
+  for (const id of ["model-a", "model-b"]) {
+    const option = element("option", "", label);
+    option.value = value;
+    $(id).append(option);
+  }
+}
+
+// What a picker's value asks for: a model id, and an adapter of it where it names one.
+function route(value) {
+  const [id, adapter] = value.split("+");
+  return adapter ? { id, adapter } : { id };
 }
 
 // The "Into" picker lists the languages the chosen models reach, when one reaches several:
@@ -196,7 +212,7 @@ async function translateLines(id, lines, options) {
   const requests = [];
   for (let start = 0; start < lines.length; start += maxSentences) {
     const items = lines.slice(start, start + maxSentences).map(
-      (src) => Object.assign({ src, id, attention: true }, options));
+      (src) => Object.assign({ src, attention: true }, route(id), options));
     requests.push(api("translator/translate", items));
   }
   return (await Promise.all(requests)).flatMap((answer) => answer[0]);
@@ -369,7 +385,9 @@ async function translateFile() {
     }
     const form = new FormData();
     form.append("file", file);
-    form.append("id", id);
+    const asked = route(id);
+    form.append("id", asked.id);
+    if (asked.adapter) form.append("adapter", asked.adapter);
     for (const name of ["tgt_lang", "src_lang"]) {
       if (options[name]) form.append(name, options[name]);
     }

@@ -1,0 +1,145 @@
+"""Adapter runs end to end (train.adapters): the base's file is left byte for byte, the run
+keeps the adapters alone under its base's digest, every way of loading them translates
+alike, and whatever cannot take an adapter checkpoint says so and what to do."""
+
+import hashlib
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import TINY_TRANSFORMER, nmt, set_options, tiny_train_args
+from nmt.checkpoint import load_checkpoint
+
+LINES = "the dog sees the cat.\na small bird sleeps.\n"
+LORA = ("train.adapters.targets=[attention,feed_forward,output]", "train.adapters.rank=4")
+BOTTLENECK = ("train.adapters.type=bottleneck", "train.adapters.size=8")
+
+
+def train(run_dir: Path, corpus: Path, *extra: str) -> Path:
+    ran = nmt(*tiny_train_args(run_dir, corpus, *TINY_TRANSFORMER, *extra))
+    assert ran.returncode == 0, ran.stderr
+    return run_dir
+
+
+def adapter_run(run_dir: Path, corpus: Path, base: Path, *extra: str) -> Path:
+    return train(run_dir, corpus, f"train.init_from={base}", "train.lr=0.02", *extra)
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory, corpus_dir) -> Path:
+    return train(tmp_path_factory.mktemp("adapters") / "base", corpus_dir)
+
+
+def numel(state: dict) -> int:
+    """Parameters in a state dict, a tied matrix (listed under each name) once."""
+    return sum({t.data_ptr(): t.numel() for t in state.values()}.values())
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def translate(*args: object) -> str:
+    ran = nmt("translate", *args, "--beam", "2", input=LINES)
+    assert ran.returncode == 0, ran.stderr
+    return ran.stdout
+
+
+def test_an_adapter_run_leaves_its_base_as_it_was_and_keeps_its_adapters_alone(
+    tmp_path, corpus_dir, base
+):
+    before = {path.name: digest(path) for path in base.iterdir()}
+    run = adapter_run(tmp_path / "lora", corpus_dir, base, *LORA)
+    assert {path.name: digest(path) for path in base.iterdir()} == before
+    payload = torch.load(run / "best.pt", weights_only=True)  # plain tensors and data
+    assert payload["model"] and all(".lora_" in name for name in payload["model"])
+    assert payload["base"]["path"] == str((base / "best.pt").resolve())
+    whole = load_checkpoint(base / "best.pt")["model"]
+    assert 0 < numel(payload["model"]) < 0.5 * numel(whole)  # rank 4 of a 16-wide model
+    assert "learning" in (run / "train.log").read_text()  # the share is logged
+
+
+def test_every_way_of_loading_an_adapter_translates_alike_and_merging_changes_nothing(
+    tmp_path, corpus_dir, base
+):
+    run = adapter_run(tmp_path / "lora", corpus_dir, base, *LORA)
+    by_run = translate("--checkpoint", run)
+    assert by_run == translate("--checkpoint", base, "--adapter", run / "best.pt")
+    assert by_run != translate("--checkpoint", base)  # it learnt something
+    merged = tmp_path / "merged.pt"
+    ran = nmt("adapter", "merge", run, "--output", merged)
+    assert ran.returncode == 0, ran.stderr
+    assert "base" not in load_checkpoint(merged)
+    assert translate("--checkpoint", merged) == by_run
+    ran = nmt("eval", "--checkpoint", base, "--adapter", run, "--beam", "1", "--json")
+    assert ran.returncode == 0, ran.stderr
+
+
+def test_a_bottleneck_run_translates_on_its_base_and_cannot_be_merged(tmp_path, corpus_dir, base):
+    run = adapter_run(tmp_path / "bottleneck", corpus_dir, base, *BOTTLENECK)
+    assert translate("--checkpoint", run) == translate("--checkpoint", base, "--adapter", run)
+    ran = nmt("adapter", "merge", run, "--output", tmp_path / "merged.pt")
+    assert ran.returncode == 2 and "bottleneck adapters" in ran.stderr
+    assert not (tmp_path / "merged.pt").exists()
+
+
+def test_a_wrong_base_is_refused_naming_both(tmp_path, corpus_dir, base):
+    run = adapter_run(tmp_path / "lora", corpus_dir, base, *LORA)
+    other = train(tmp_path / "other", corpus_dir, "train.seed=7")
+    ran = nmt("translate", "--checkpoint", other, "--adapter", run, input=LINES)
+    assert ran.returncode == 2
+    assert str((base / "best.pt").resolve()) in ran.stderr and str(other) in ran.stderr
+    ran = nmt("translate", "--checkpoint", base, "--adapter", other, input=LINES)
+    assert ran.returncode == 2 and "not an adapter checkpoint" in ran.stderr
+
+
+def test_a_base_moved_away_is_asked_for_and_found_by_its_digest(tmp_path, corpus_dir, base):
+    copied = tmp_path / "base"
+    copied.mkdir()
+    (copied / "best.pt").write_bytes((base / "best.pt").read_bytes())
+    run = adapter_run(tmp_path / "lora", corpus_dir, copied, *LORA)
+    expected = translate("--checkpoint", run)
+    (copied / "best.pt").unlink()
+    ran = nmt("translate", "--checkpoint", run, input=LINES)
+    assert ran.returncode == 2 and "no longer exists" in ran.stderr
+    assert translate("--checkpoint", base, "--adapter", run) == expected
+
+
+def test_an_adapter_run_resumes_exactly_with_ema_and_bf16(tmp_path, corpus_dir, base):
+    extra = (*LORA, "train.ema_decay=0.9", "train.precision=bf16", "train.valid_every=3")
+    straight = adapter_run(tmp_path / "straight", corpus_dir, base, *extra)
+    cut = adapter_run(tmp_path / "cut", corpus_dir, base, *extra, "train.max_steps=3")
+    ran = nmt(
+        *tiny_train_args(cut, corpus_dir, *TINY_TRANSFORMER, f"train.init_from={base}"),
+        *set_options("train.lr=0.02", *extra, "train.max_steps=6"),
+        "--resume",
+    )
+    assert ran.returncode == 0, ran.stderr
+    for name in ("last.pt", "best.pt"):
+        one, two = load_checkpoint(straight / name), load_checkpoint(cut / name)
+        assert one["model"].keys() == two["model"].keys()
+        assert all(torch.equal(one["model"][n], two["model"][n]) for n in one["model"])
+    assert set(load_checkpoint(cut / "last.pt")["ema"]) == set(one["model"])
+
+
+def test_adapter_checkpoints_of_one_run_average_into_one_that_translates(
+    tmp_path, corpus_dir, base
+):
+    run = adapter_run(tmp_path / "lora", corpus_dir, base, *LORA, "train.keep_last=2")
+    averaged = tmp_path / "averaged.pt"
+    ran = nmt("average", "--output", averaged, "--last", "2", run)
+    assert ran.returncode == 0, ran.stderr
+    assert load_checkpoint(averaged)["base"] == load_checkpoint(run / "best.pt")["base"]
+    translate("--checkpoint", averaged)
+
+
+def test_what_reads_whole_models_refuses_an_adapter_checkpoint(tmp_path, corpus_dir, base):
+    run = adapter_run(tmp_path / "lora", corpus_dir, base, *LORA)
+    ran = nmt(*tiny_train_args(tmp_path / "child", corpus_dir, *TINY_TRANSFORMER,
+                               f"train.init_from={run}"))  # fmt: skip
+    assert ran.returncode == 2 and "nmt adapter merge" in ran.stderr
+    ran = nmt("export", "--checkpoint", run, "--format", "ctranslate2", "-o", tmp_path / "ct2")
+    assert ran.returncode == 2 and "nmt adapter merge" in ran.stderr
+    ran = nmt("adapter", "merge", base, "--output", tmp_path / "merged.pt")
+    assert ran.returncode == 2 and "not an adapter checkpoint" in ran.stderr
