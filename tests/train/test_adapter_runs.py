@@ -143,3 +143,24 @@ def test_what_reads_whole_models_refuses_an_adapter_checkpoint(tmp_path, corpus_
     assert ran.returncode == 2 and "nmt adapter merge" in ran.stderr
     ran = nmt("adapter", "merge", base, "--output", tmp_path / "merged.pt")
     assert ran.returncode == 2 and "not an adapter checkpoint" in ran.stderr
+
+
+def test_adapters_train_on_an_imported_marian_model_and_merge_back(tmp_path, corpus_dir):
+    """The path works on a model we did not train: the config nmt import writes, with
+    adapters added, trains them on the frozen import, and the merge translates alike."""
+    pytest.importorskip("transformers", reason="pip install 'nmt[hub]'")
+    from conftest import write_marian_model
+
+    directory = write_marian_model(tmp_path / "opus-mt-en-de", corpus_dir)
+    imported = tmp_path / "opus.pt"
+    assert nmt("import", "--from", directory, "--output", imported).returncode == 0
+    before = digest(imported)
+    sets = set_options(f"data.path={corpus_dir}", *LORA, "train.max_steps=4", "train.lr=0.01",
+                       "train.valid_every=2", "decode.beam=2")  # fmt: skip
+    config = imported.with_suffix(".yaml")
+    ran = nmt("train", "--config", config, "--run-dir", tmp_path / "run", *sets)
+    assert ran.returncode == 0, ran.stderr
+    assert digest(imported) == before
+    merged = tmp_path / "merged.pt"
+    assert nmt("adapter", "merge", tmp_path / "run", "-o", merged).returncode == 0
+    assert translate("--checkpoint", merged) == translate("--checkpoint", tmp_path / "run")
