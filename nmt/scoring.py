@@ -23,9 +23,16 @@ class Scores:
     # translations came from elsewhere.
     attention_entropy: float | None = None
     attention_nonzero: float | None = None
+    # With a translation memory: per band of the source's best fuzzy match (exact, 90-100,
+    # 70-90, 50-70, no match), its lines and their BLEU (nmt/translate/memory.py)
+    bands: dict[str, dict[str, float]] | None = None
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The fields, `bands` only where a translation memory gave them."""
+        found = asdict(self)
+        if self.bands is None:
+            del found["bands"]
+        return found
 
     def summary(self) -> str:
         lines = [
@@ -38,6 +45,12 @@ class Scores:
                 f"attention per target token: entropy {self.attention_entropy:.3f} nats, "
                 f"{self.attention_nonzero:.2f} non-zero weights"
             )
+        if self.bands is not None:
+            shown = [
+                f"{band} {found['lines']:.0f} lines BLEU {found['bleu']:.1f}"
+                for band, found in self.bands.items()
+            ]
+            lines.append(f"by translation-memory match: {'; '.join(shown)}")
         return "\n".join(lines)
 
 

@@ -2,7 +2,7 @@
 out as `make train` and `nmt train --config configs/demo_transformer.yaml` leave it (tiny
 models in runs/demo and runs/demo_transformer, step checkpoints, test.en and test.de, and
 runs/demo_legal, a LoRA adapter run on runs/demo, as the adapter example of nmt train
-leaves it), plus
+leaves it), corpus (a corpus directory), plus
 terms.jsonl, the constraints file a user writes for the translate example that reads one,
 and opus-mt-en-de, a (tiny, random) Marian model directory as a download leaves it."""
 
@@ -27,6 +27,7 @@ COMMANDS = (
     "shortlist",
     "export",
     "import",
+    "tm build",
     "translate",
     "eval",
     "score",
@@ -67,6 +68,7 @@ def workdir(tmp_path_factory, corpus_dir):
     cues = [f"{n}\n00:00:0{n},000 --> 00:00:0{n},500\n{line}\n" for n, line in enumerate(source, 1)]
     (root / "film.srt").write_text("\n".join(cues), "utf-8")
     (root / "configs").symlink_to(ROOT / "configs")  # the shipped configs, as in a clone
+    (root / "corpus").symlink_to(corpus_dir)  # a corpus directory of the user's
     return root
 
 

@@ -2,9 +2,9 @@
 
 Heavy libraries (torch, datasets, sacrebleu) are imported inside the commands, so
 `nmt --help` and argument errors answer at once. The commands live in training.py,
-adapting.py, decoding.py, distilling.py, cleaning.py, serving.py, exporting.py and
-shortlisting.py, the options they share in options.py; they are registered here, in the
-order `nmt --help` lists them.
+adapting.py, decoding.py, distilling.py, cleaning.py, serving.py, exporting.py,
+shortlisting.py and memory.py, the options they share in options.py; they are registered
+here, in the order `nmt --help` lists them.
 """
 
 import typer
@@ -15,6 +15,7 @@ from nmt.cli import (
     decoding,
     distilling,
     exporting,
+    memory,
     serving,
     shortlisting,
     training,
@@ -40,6 +41,7 @@ app.command()(serving.serve)
 app.command()(exporting.export)
 app.command(name="import")(exporting.import_)
 app.command()(shortlisting.shortlist)
+app.add_typer(memory.tm_app, name="tm")
 
 
 def main() -> None:

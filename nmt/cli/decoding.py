@@ -36,6 +36,7 @@ from nmt.cli.decoding_options import (
 from nmt.cli.options import (
     AdapterOption,
     JsonOption,
+    MemoryOption,
     QuantizeOption,
     SrcLangOption,
     SrcOption,
@@ -64,6 +65,7 @@ GRID = ("beam", "alpha")  # what `nmt eval` scores a grid of, each option given 
 def translate(
     checkpoint: checkpoints_option("translate with an ensemble") = None,
     adapter: AdapterOption = None,
+    tm: MemoryOption = None,
     engine: EngineOption = "torch",
     model: ModelDirOption = None,
     quantize: QuantizeOption = None,
@@ -96,6 +98,7 @@ def translate(
       nmt translate --checkpoint runs/demo/best.pt --beam 1 --alignments --input test.en
       nmt translate --checkpoint runs/demo/best.pt --quantize int8 --input test.en
       nmt translate --checkpoint runs/demo --adapter runs/demo_legal --input test.en
+      nmt translate --checkpoint runs/demo --tm tm.npz --input test.en
       nmt translate --engine ctranslate2 --model exported/demo_transformer --input test.en
       nmt translate --checkpoint runs/demo/best.pt --input test.en --constraints terms.jsonl
       nmt translate --checkpoint runs/demo/best.pt --markup html --input lines.html
@@ -114,7 +117,7 @@ def translate(
         )  # fmt: skip
         _check_markup(marked, keep, markup_placement, decode, alignments, attention_plots,
                       constraints, prefix)  # fmt: skip
-        _check_output_first(output, input, constraints, prefix, checkpoint, then, adapter)
+        _check_output_first(output, input, constraints, prefix, checkpoint, then, adapter, tm)
         with contextlib.ExitStack() as files:
             source, terms, starts = _line_inputs(files, document, input, constraints, prefix)
             translator = _translator(
@@ -127,6 +130,7 @@ def translate(
                 attention_layer,
                 then,
                 adapter,
+                tm,
                 decode,
             )
             if output is not None:  # and every file opened since: a shortlist, a model's files
@@ -155,7 +159,7 @@ def translate(
     guarded(action)
 
 
-def _check_output_first(output, input, constraints, prefix, checkpoint, then, adapter) -> None:
+def _check_output_first(output, input, constraints, prefix, checkpoint, then, adapter, tm) -> None:
     """--output against the files the options name, before the slow work."""
     if output is not None:
         given = [("--input", input), ("--constraints", constraints), ("--prefix", prefix)]
@@ -164,6 +168,7 @@ def _check_output_first(output, input, constraints, prefix, checkpoint, then, ad
             *checkpoint_inputs(checkpoint),
             *checkpoint_inputs(then, "--then"),
             *checkpoint_inputs(adapter, "--adapter"),
+            ("--tm", tm),
         ]
         check_output(output, "--output", inputs, stdin=input is None)
 
@@ -205,15 +210,21 @@ def _translator(
     attention_layer: int | None,
     then: Path | None,
     adapter: Path | None,
+    tm: Path | None,
     decode: dict,
 ) -> Any:
-    """Our Translator of the checkpoints (chained to `then`, adapted by `adapter`), or
-    CTranslate2's of an exported model."""
+    """Our Translator of the checkpoints (chained to `then`, adapted by `adapter`, with the
+    translation memory `tm`), or CTranslate2's of an exported model."""
     if engine == "ctranslate2":
         if adapter is not None:
             raise UserError(
                 f"--adapter {adapter} goes on a --checkpoint; for --engine ctranslate2, merge "
                 "it (nmt adapter merge) and export the merged checkpoint."
+            )
+        if tm is not None:
+            raise UserError(
+                f"--tm {tm} goes with a --checkpoint (--engine torch): CTranslate2 translates "
+                "without a memory."
             )
         from nmt.export.engine import load_ctranslate2_translator
 
@@ -228,6 +239,7 @@ def _translator(
         tgt_lang=tgt_lang,
         then=then,
         adapter=adapter,
+        memory=tm,
         **decode,
     )
 
@@ -330,6 +342,7 @@ def evaluate(
         "compare systems (paired bootstrap p-values against the first)"
     ) = None,
     adapter: AdapterOption = None,
+    tm: MemoryOption = None,
     split: SplitOption = None,
     src: SrcOption = None,
     hyp: HypOption = None,
@@ -385,9 +398,10 @@ def evaluate(
             )
         if output is not None:
             given = [("--src", src), ("--ref", ref), *checkpoint_inputs(checkpoint)]
-            check_output(output, "--output", [*given, *checkpoint_inputs(adapter, "--adapter")])
-        if adapter is not None:  # it reaches Translator.load with the decode options
-            decode["adapter"] = adapter
+            given += [*checkpoint_inputs(adapter, "--adapter"), ("--tm", tm)]
+            check_output(output, "--output", given)
+        # these reach Translator.load with the decode options
+        decode.update({k: v for k, v in (("adapter", adapter), ("memory", tm)) if v is not None})
         run = dict(split=split or "test", src=src, ref=ref, ensemble=ensemble)
         run.update(overrides=set_ or [], workers=workers, tgt_lang=tgt_lang)
         if hyp:

@@ -193,6 +193,15 @@ AdapterOption = Annotated[
         "run finds the base it was trained on).",
     ),
 ]
+MemoryOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--tm",
+        metavar="FILE",
+        help="A translation memory (nmt tm build): a line with an exact match gets its "
+        "target as it is; a model trained with data.fuzzy_matches reads the best fuzzy one.",
+    ),
+]
 SrcLangOption = Annotated[
     str | None,
     typer.Option(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -37,6 +38,15 @@ def serve(
             metavar="[NAME=]FILE",
             help="An adapter checkpoint, served under its run name or NAME on the --checkpoint "
             "it was trained on (whose weights it shares); repeat to serve several.",
+        ),
+    ] = None,
+    tm: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--tm",
+            metavar="FILE",
+            help="A translation memory (nmt tm build) for every served model of its direction; "
+            "repeat for several.",
         ),
     ] = None,
     host: Annotated[
@@ -85,6 +95,7 @@ def serve(
         from nmt.serve.server import Limits, serve
 
         limits = Limits(max_sentences=max_sentences, max_body_bytes=max_body_kib * 1024)
-        serve(checkpoint, adapter or [], host, port, api_key, limits, workers, quantize, decode)
+        serve(checkpoint, adapter or [], tm or [], host, port, api_key, limits, workers, quantize,
+              decode)  # fmt: skip
 
     guarded(action)

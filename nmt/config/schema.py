@@ -65,6 +65,21 @@ class Splits:
 
 
 @dataclass(frozen=True)
+class FuzzyMatchConfig:
+    """Neural Fuzzy Repair (Bulte & Tezcan 2019; nmt/data/fuzzy_repair.py): a train pair
+    whose source has a match in the rest of the train split scoring at least `threshold`
+    (1 - word edit distance / longer length) trains, with probability `share`, on its source
+    followed by a separator and the match's target; `--tm` then feeds matches the same way."""
+
+    threshold: float = 0.5
+    share: float = 1.0
+
+    def __post_init__(self) -> None:
+        _require(0 < self.threshold <= 1, "threshold", f"must be in (0, 1], got {self.threshold}")
+        _require(0 < self.share <= 1, "share", f"must be in (0, 1], got {self.share}")
+
+
+@dataclass(frozen=True)
 class DataConfig:
     """Where the corpus comes from: `path` (local files) wins over `demo` (the generated
     corpus), which wins over `hub_id`, so `--set data.path=DIR` can point any config or
@@ -104,6 +119,9 @@ class DataConfig:
     # A share of the training pairs with placeholder tags around phrases that translate each
     # other (nmt/data/markup_augment.py), so the model learns to carry tags itself
     markup_augment: float = 0.0
+    # Train on fuzzy matches from the train split itself, the best one's target appended
+    # to the source (nmt/data/fuzzy_repair.py); null: off
+    fuzzy_matches: FuzzyMatchConfig | None = None
 
     def __post_init__(self) -> None:
         _require(
@@ -123,6 +141,11 @@ class DataConfig:
             not (self.markup_augment and (self.streaming or self.num_proc)),
             "markup_augment",
             "tags the train split in memory: set data.streaming: false and data.num_proc: null",
+        )
+        _require(
+            not (self.fuzzy_matches and (self.streaming or self.num_proc)),
+            "fuzzy_matches",
+            "searches the train split in memory: set data.streaming: false and data.num_proc: null",
         )
         _require(self.num_proc is None or self.num_proc > 0, "num_proc", "must be positive or null")
         _require(

@@ -18,7 +18,10 @@ from pathlib import Path
 from nmt.config import DataConfig, Experiment
 from nmt.data.cleaning import cleaned_pairs, cleaning, train_pairs
 from nmt.data.directions import balanced_lines, direction_name
-from nmt.data.markup_augment import SYMBOLS, with_markup
+from nmt.data.fuzzy_repair import SYMBOLS as FUZZY_SYMBOLS
+from nmt.data.fuzzy_repair import repaired_sources
+from nmt.data.markup_augment import SYMBOLS as MARKUP_SYMBOLS
+from nmt.data.markup_augment import with_markup
 from nmt.data.sources import (
     IndexedSource,
     SampledSource,
@@ -69,16 +72,20 @@ def _in_memory(
 ) -> tuple[Tokenizer, IndexedSource | SampledSource]:
     limits = config.data.max_pairs or {}
     texts = {
-        name: _tagged(
-            _cleaned(_first_pairs(load_train_split(one), limits.get(name)), one, config), config
+        name: _repaired(
+            _tagged(
+                _cleaned(_first_pairs(load_train_split(one), limits.get(name)), one, config),
+                config,
+            ),
+            config,
         )
         for name, one in directions.items()
     }
     if tokenizer is None:
         tokenizer = _trained_tokenizer(config, texts)
-    elif config.data.markup_augment:
+    elif symbols := own_symbols(config.data):
         check_symbols(
-            tokenizer, SYMBOLS, "the tokenizer of train.init_from (or of the run resumed)"
+            tokenizer, symbols, "the tokenizer of train.init_from (or of the run resumed)"
         )
     if tokenizer.tags:
         counts = target_piece_counts(tokenizer, config.data.pairs, texts)
@@ -92,6 +99,22 @@ def _tagged(text: ParallelText, config: Experiment) -> ParallelText:
         return text
     src, tgt = with_markup(text.src, text.tgt, config.data.markup_augment, config.train.seed)
     return dataclasses.replace(text, src=src, tgt=tgt)
+
+
+def _repaired(text: ParallelText, config: Experiment) -> ParallelText:
+    """The train split with data.fuzzy_matches' matches appended to its sources."""
+    fuzzy = config.data.fuzzy_matches
+    if fuzzy is None:
+        return text
+    sources = repaired_sources(text.src, text.tgt, fuzzy, config.train.seed)
+    return dataclasses.replace(text, src=sources)
+
+
+def own_symbols(data: DataConfig) -> tuple[str, ...]:
+    """What the tokenizer must read as one piece each: data.markup_augment's tags and
+    data.fuzzy_matches' separator, where they are on."""
+    markup = MARKUP_SYMBOLS if data.markup_augment else ()
+    return (*markup, *(FUZZY_SYMBOLS if data.fuzzy_matches else ()))
 
 
 def target_piece_counts(
@@ -185,7 +208,7 @@ def _trained_tokenizer(config: Experiment, texts: dict[str, ParallelText]) -> To
     languages and one of the target languages without a joint tokenizer), with a tag per
     target language when there are several of those."""
     data, cache = config.data, cache_dir(config.data)
-    symbols = SYMBOLS if data.markup_augment else ()
+    symbols = own_symbols(data)
     if len(texts) == 1:
         (text,) = texts.values()
         return build_tokenizer(config.tokenizer, text.src, text.tgt, cache, symbols=symbols)

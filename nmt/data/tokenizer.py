@@ -363,8 +363,8 @@ def check_symbols(tokenizer: Tokenizer, symbols: Sequence[str], named: str) -> N
     if missing:
         raise UserError(
             f"{named} has no piece of its own for {', '.join(sorted(set(missing)))}, which "
-            "data.markup_augment's tags need: let nmt train the SentencePiece model (leave "
-            "tokenizer.model out), or set data.markup_augment: 0."
+            "data.markup_augment's tags and data.fuzzy_matches' separator need: let nmt "
+            "train the SentencePiece model (leave tokenizer.model out), or switch those off."
         )
 
 

@@ -105,6 +105,11 @@ class Attention(BaseModel):
     weights: list[list[list[float]]] = Field(description="[head][target][source] weights.")
 
 
+class MemoryMatchOut(BaseModel):
+    score: float = Field(description="Fuzzy score: 1 - word edit distance / longer length.")
+    exact: bool
+
+
 class TranslationOut(BaseModel):
     src: str
     tgt: str = Field(description="The translation, detokenized.")
@@ -127,6 +132,11 @@ class TranslationOut(BaseModel):
     )
     pivot: str | None = Field(
         None, description="Through a pivot language: the translation into it, on the way."
+    )
+    tm_match: MemoryMatchOut | None = Field(
+        None,
+        description="With a translation memory (nmt serve --tm): the match used; exact: "
+        "tgt is the memory's translation as it is, else the model read a fuzzy match.",
     )
 
 
@@ -156,6 +166,7 @@ class ModelInfo(BaseModel):
     adapters: list[AdapterInfo] = Field(
         description="Adapters served on this model (nmt serve --adapter), by name."
     )
+    memory: bool = Field(description="Whether a translation memory serves it (--tm).")
     pivots: dict[str, str] = Field(
         description="Directions it never trained that it translates through a pivot language: "
         "{'de-cs': 'en', ...}."

@@ -22,6 +22,7 @@ import torch
 from nmt.checkpoint import checkpoint_file, load_checkpoint, translation_weights, weights_digest
 from nmt.config import DecodeConfig, checkpoint_config
 from nmt.data.markup import MarkupKind
+from nmt.data.memory import TranslationMemory
 from nmt.errors import UserError
 from nmt.serve.api import MAX_BEAM, excerpt
 from nmt.translate.constraints import TextConstraints
@@ -113,6 +114,7 @@ class ServedModel:
             "heads": model.attention.heads if model.attention.type == "multihead" else 1,
             "quantize": self.quantize,
             "adapters": [adapter.adapter for adapter in self.adapters.values()],
+            "memory": self.translator.memory is not None,
             "pivots": pivots(pairs),
             "chains": chains(self, served),
             "decode": {
@@ -199,12 +201,14 @@ def load_models(
     device: str | torch.device = "auto",
     quantize: str | None = None,
     adapters: Sequence[str] = (),
+    memories: Sequence[Path] = (),
     **decode: Any,
 ) -> dict[str, ServedModel]:
     """Loads every checkpoint (as `nmt translate` does, `quantize` "int8" as with
     `--quantize int8`, `decode` replacing its decode settings as `--max-src-len` and
     `--no-repeat-ngram` do) under its id, ids unique; then each of `adapters` (NAME=PATH)
-    on the served model it was trained on (add_adapter)."""
+    on the served model it was trained on (add_adapter); then each translation memory of
+    `memories` on every model (adapters too) that translates its direction."""
     # every name is checked before the slow loading starts; a run directory gives its best.pt
     parsed = [(model_id, checkpoint_file(path)) for model_id, path in map(parse_spec, specs)]
     models: dict[str, ServedModel] = {}
@@ -227,7 +231,25 @@ def load_models(
         }
         for spec in adapters:
             add_adapter(models, digests, spec, decode)
+    for path in memories:
+        add_memory(models, path)
     return models
+
+
+def add_memory(models: dict[str, ServedModel], path: Path) -> None:
+    """The translation memory in `path` on each served model that translates its direction."""
+    memory = TranslationMemory.load(path)
+    direction = (memory.src_lang, memory.tgt_lang)
+    served = [m for model in models.values() for m in (model, *model.adapters.values())]
+    fitting = [model for model in served if direction in model.translator.config.data.pairs]
+    if not fitting:
+        raise UserError(
+            f"--tm {path} holds {'-'.join(direction)} pairs, and no served model translates "
+            f"{'-'.join(direction)}: serve one that does, or build the memory of a served "
+            "model's direction."
+        )
+    for model in fitting:
+        model.translator.memory = memory
 
 
 def add_adapter(
@@ -339,6 +361,9 @@ def answers(item: Item, translation: Translation, nbest: int) -> list[dict]:
             answer["constraints_met"] = candidate.constraints_met
         if candidate.pivot is not None:
             answer["pivot"] = candidate.pivot.text
+        if translation.match is not None:
+            match = translation.match
+            answer["tm_match"] = {"score": match.score, "exact": match.exact}
         result.append(answer)
     missing = nbest - len(result)
     return result + [_empty(item, nbest, translation.truncated, None) for _ in range(missing)]

@@ -39,6 +39,13 @@ def plan(
         except ValueError as error:
             raise invalid(index, "adapter", str(error), excerpt(request.adapter)) from None
         route = (str(request.id), request.adapter)
+        if model.translator.memory is not None and (field := memory_conflict(request)):
+            problem = (
+                f"the model translates with a translation memory (--tm), and {field} cannot "
+                "go with one (an appended fuzzy match changes the source it refers to; an "
+                "exact match is not searched): leave it out"
+            )
+            raise invalid(index, field, problem, excerpt(str(getattr(request, field))))
         try:
             decode = model.settings(request.beam, request.n_best, request.through)
         except ValueError as error:
@@ -86,6 +93,12 @@ def plan(
         key = (route, decode, request.tgt_lang, request.src_lang, request.then, request.markup)
         groups.setdefault(key, []).append((index, item))
     return groups, nbest or 1
+
+
+def memory_conflict(request: TranslateRequest) -> str | None:
+    """The first field of `request` that a model with a translation memory cannot take."""
+    fields = ("alignments", "attention", "constraints", "prefix", "through", "then", "markup")
+    return next((field for field in fields if getattr(request, field)), None)
 
 
 def markup_conflict(request: TranslateRequest, nbest: int) -> str | None:

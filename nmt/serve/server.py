@@ -241,6 +241,7 @@ class _AsciiJSONResponse(JSONResponse):
 def serve(
     specs: Sequence[str],
     adapters: Sequence[str] = (),
+    memories: Sequence[Path] = (),
     host: str = "127.0.0.1",
     port: int = 5000,
     api_key: str | None = None,
@@ -249,9 +250,9 @@ def serve(
     quantize: str | None = None,
     decode: dict | None = None,
 ) -> None:
-    """Loads the checkpoints and the `adapters` on them (`quantize` "int8": as int8
-    models; `decode`: settings that replace their decode sections', e.g. max_src_len),
-    binds host:port, and serves until SIGTERM or Ctrl-C.
+    """Loads the checkpoints, the `adapters` and translation `memories` on them
+    (`quantize` "int8": as int8 models; `decode`: settings that replace their decode
+    sections', e.g. max_src_len), binds host:port, and serves until SIGTERM or Ctrl-C.
 
     SIGTERM stops accepting connections, finishes the requests in flight, and returns
     (the command exits 0).
@@ -260,7 +261,9 @@ def serve(
 
     listener = _bind(host, port)  # before loading: a busy port fails at once
     try:
-        models = load_models(specs, quantize=quantize, adapters=adapters, **(decode or {}))
+        models = load_models(
+            specs, quantize=quantize, adapters=adapters, memories=memories, **(decode or {})
+        )
     except BaseException:
         listener.close()
         raise

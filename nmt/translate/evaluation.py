@@ -17,6 +17,7 @@ from nmt.search import Hypothesis
 from nmt.terminal import ProgressLine
 from nmt.translate.attention_stats import attention_stats
 from nmt.translate.loading import PathLike
+from nmt.translate.memory import band_scores
 from nmt.translate.translator import Translator
 
 
@@ -82,13 +83,14 @@ def evaluate(
     (where the translator reports any). A progress line counts down on a terminal."""
     hypotheses: list[str] = []
     progress = ProgressLine(f"translating {text.origin}", len(text.src))
+    memory = getattr(translator, "memory", None)
 
     def best() -> Iterator[Hypothesis]:
         for translation in translator.stream(
             text.src,
             tgt_lang=tgt_lang,
             src_lang=src_lang,
-            attention=translator.reports_attention,
+            attention=translator.reports_attention and memory is None,
             done=progress.advance,
         ):
             hypotheses.append(translation.text)
@@ -102,6 +104,8 @@ def evaluate(
     scores = score(hypotheses, text.tgt)
     if stats is not None:
         scores = replace(scores, attention_entropy=stats.entropy, attention_nonzero=stats.nonzero)
+    if memory is not None:
+        scores = replace(scores, bands=band_scores(memory, text.src, hypotheses, text.tgt))
     return Evaluation(hypotheses, scores)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
+from nmt.data.memory import Match
 from nmt.data.tokenizer import Tokenizer
 from nmt.search import Hypothesis
 from nmt.translate.alignment import step_labels
@@ -57,6 +58,9 @@ class Translation:
     # a marked-up line's (nmt/translate/markup.py): each of its sentences as translated, in
     # plain text with its word alignment; nbest then holds the line with its tags, once
     sentences: tuple[Translation, ...] = ()
+    # with a translation memory (nmt/translate/memory.py): the entry used, an exact one
+    # (its target is the translation) or a fuzzy match the model read; None: none
+    match: Match | None = None
 
     @property
     def text(self) -> str:

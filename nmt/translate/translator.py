@@ -19,6 +19,7 @@ import torch
 from nmt.config import DecodeConfig, Experiment
 from nmt.cores import available_cores
 from nmt.data.markup import MarkupKind
+from nmt.data.memory import TranslationMemory
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.translate import pivot as pivoting
@@ -40,6 +41,7 @@ from nmt.translate.loading import (
     tokenizer_towards,
 )
 from nmt.translate.markup import marked_translations
+from nmt.translate.memory import memory_for, recalled, refused_with_memory
 from nmt.translate.pair_scores import Target, check_targets, score_pairs
 from nmt.translate.pipeline import CHUNK_LINES, Numbering, Wanted, per_sentence, translate_stream
 from nmt.translate.results import PairScore, Translation
@@ -78,6 +80,7 @@ class Translator:
         self.workers = workers
         self.tgt_lang = tgt_lang
         self.shortlist, self.then = shortlist, None  # a chain's second model: `load(then=)`
+        self.memory: TranslationMemory | None = None  # `load(memory=)`: nmt/translate/memory.py
         _check_settings(config, self.decode, shortlist)
         if tgt_lang is not None:
             self.towards(tgt_lang)  # an unknown language fails here, not at the first call
@@ -93,6 +96,7 @@ class Translator:
         tgt_lang: str | None = None,
         then: PathLike | None = None,
         adapter: PathLike | None = None,
+        memory: PathLike | None = None,
         **decode: Any,
     ) -> Translator:
         """One checkpoint, or several as an ensemble (every step averages them); a .pt file
@@ -103,11 +107,14 @@ class Translator:
         replaces the first checkpoint's decode settings (beam=5, shortlist=50, precision=
         "bf16", through="en", ...). `then`: a checkpoint translating on from these
         translations, a chain of two (nmt/translate/pivot.py). `adapter`: an adapter
-        checkpoint (train.adapters) for the one checkpoint, its base; docs/python.md says
-        more."""
+        checkpoint (train.adapters) for the one checkpoint, its base. `memory`: a
+        translation memory (nmt tm build) its exact matches come from, and its fuzzy ones
+        where the model reads them (nmt/translate/memory.py); docs/python.md says more."""
         model = load_model(checkpoints, device, quantize, attention_layer, adapter)
         loaded = _loaded(cls, checkpoints, model, quantize, workers, decode)
         loaded.tgt_lang = tgt_lang
+        if memory is not None:
+            loaded.memory = memory_for(memory, loaded.config)
         if then is not None:
             second = load_model(then, device, quantize)
             loaded = loaded.chained(_loaded(cls, then, second, quantize, workers, decode))
@@ -227,6 +234,8 @@ class Translator:
         wanted = dict(alignments=alignments, attention=attention, batch_size=batch_size)
         args = (lines, tgt_lang, src_lang, wanted, constraints, prefix, chunk, done, first)
         routed = pivoting.routed_stream(self, decode, *args)
+        if routed is not None and self.memory is not None:
+            refused_with_memory({"through": True})
         return routed if routed is not None else _searched(self, decode, *args)
 
     def score(
@@ -265,9 +274,18 @@ def _searched(
     shown = wanted["alignments"] or wanted["attention"]
     search = ModelSearch(translator.model, tokenizer, shown, translator.shortlist)
     kept = Wanted(wanted["alignments"], wanted["attention"])
-    return translate_stream(
-        lines, tokenizer, decode, search, kept, wanted["batch_size"], translator.workers, *rest
-    )
+    batch, workers = wanted["batch_size"], translator.workers
+    if translator.memory is None:
+        return translate_stream(lines, tokenizer, decode, search, kept, batch, workers, *rest)
+    constraints, prefix, chunk, done, first = rest
+    refused_with_memory({**wanted, "constraints": constraints, "prefix": prefix})
+
+    def searched(sources: list[str], numbers: list[int]) -> Iterator[Translation]:
+        args = (None, None, None, done, numbers)
+        return translate_stream(sources, tokenizer, decode, search, kept, batch, workers, *args)
+
+    config = translator.config
+    return recalled(translator.memory, config, tokenizer, lines, chunk, first, searched, done)
 
 
 def _loaded(cls, checkpoints, loaded, quantize, workers, decode) -> Translator:

@@ -466,9 +466,7 @@ def adapter_server(tmp_path_factory, corpus_dir, tokenizer):
         yield s
 
 
-def test_an_adapter_is_offered_beside_its_base_and_translates_side_by_side(
-    adapter_server, browser
-):
+def test_an_adapter_is_offered_beside_its_base_and_translates_side_by_side(adapter_server, browser):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.select import Select
     from selenium.webdriver.support.wait import WebDriverWait

@@ -1,0 +1,53 @@
+"""A served model with a translation memory (nmt serve --tm): an exact match's answer is the
+memory's target, flagged in tm_match, and what a memory cannot go with is a 422 naming the
+field."""
+
+import pytest
+from serving import serving_app
+
+from conftest import make_translator, nmt, tiny_experiment
+from nmt.data.memory import TranslationMemory
+from nmt.errors import UserError
+from nmt.serve.catalog import ServedModel, load_models
+from nmt.serve.server import create_app
+
+
+@pytest.fixture(scope="module")
+def memory_file(corpus_dir, tmp_path_factory):
+    path = tmp_path_factory.mktemp("tm") / "tm.npz"
+    ran = nmt("tm", "build", "--data", corpus_dir, "--src-lang", "en", "--tgt-lang", "de",
+              "--out", path)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return path
+
+
+def test_the_server_flags_exact_matches_and_refuses_what_a_memory_cannot_go_with(
+    corpus_dir, tokenizer, memory_file
+):
+    translator = make_translator(tiny_experiment(corpus_dir), tokenizer, beam=2)
+    translator.memory = TranslationMemory.load(memory_file)
+    app = create_app({"m": ServedModel("m", translator)}, workers=1)
+    exact = (corpus_dir / "train.en").read_text("utf-8").splitlines()[3]
+    other = (corpus_dir / "test.en").read_text("utf-8").splitlines()[0]
+    with serving_app(app) as client:
+        status, answer = client.translate([{"src": exact, "id": "m"}, {"src": other, "id": "m"}])
+        assert status == 200, answer
+        first, second = answer[0]
+        assert first["tm_match"] == {"score": 1.0, "exact": True}
+        assert first["tgt"] == translator.memory.exact(exact).target
+        assert "tm_match" not in second
+        status, answer = client.translate([{"src": other, "id": "m", "alignments": True}])
+        assert status == 422 and answer["detail"][0]["loc"] == ["body", 0, "alignments"]
+        status, listed = client.request("GET", "/translator/models")
+        assert listed[0]["memory"] is True
+
+
+def test_a_memory_no_served_model_translates_is_refused_before_serving(
+    corpus_dir, tokenizer, memory_file, tmp_path
+):
+    from conftest import write_checkpoint
+
+    german = tiny_experiment(corpus_dir, "data.src_lang=de", "data.tgt_lang=en")
+    checkpoint = write_checkpoint(tmp_path / "de-en.pt", german, tokenizer)
+    with pytest.raises(UserError, match="no served model translates en-de"):
+        load_models([str(checkpoint)], memories=[memory_file])
