@@ -31,6 +31,8 @@ CONSTRAINTS += [None, {"include": ["klein"]}, None]
 PREFIXES = ["der", None, "ein", None, "wir", None]
 REFERENCES = ["der Hund sieht die Katze.", "", "ein sehr kleiner Vogel hat geschlafen."]
 REFERENCES += ["die Katze schläft.", "wir sehen einen kleinen Hund.", "ein Vogel sieht die Katze."]
+# the pair of the translation memory (--tm) whose source is LINES[0]: its exact match
+REMEMBERED = (LINES[0], "der Hund aus dem Gedächtnis sieht die Katze.")
 
 FACTORS = {
     "entry": ["translate", "eval", "score", "distill", "serve", "python"],
@@ -59,6 +61,7 @@ FACTORS = {
     "stdio": [False, True],  # True: the input on stdin, the output on stdout
     "markup": [False, True],  # True: MARKED with --markup html (markup="html")
     "document": [False, True],  # True: LINES as the cues of a SubRip file, --format srt
+    "tm": [False, True],  # True: --tm, a memory of the corpus and REMEMBERED (memory=...)
 }
 DECODING = {"search", "coverage", "blocking", "shortlist", "restrict", "ensemble", "workers"}
 DECODING |= {"precision", "zero_shot", "candidates", "batch"}
@@ -66,18 +69,21 @@ DECODING |= {"precision", "zero_shot", "candidates", "batch"}
 TAKES = {
     "translate": set(FACTORS),
     "python": set(FACTORS) - {"stdio", "document"},
-    "eval": DECODING | {"through", "max_constraints"},
+    "eval": DECODING | {"through", "max_constraints", "tm"},
     "score": {"ensemble", "workers", "through", "precision", "zero_shot", "candidates", "batch"}
     | {"src_lang"},
     "distill": DECODING | {"int8"},  # every direction: no pivot between them (REFUSALS)
+    # (score and distill read no memory)
     "serve": set(FACTORS) - {"ensemble", "batch", "sampling", "stdio", "document"},
 }
 # what names one sentence's translation, which a marked-up line or a file does not have
 NOT_MARKED = {"nbest", "alignments", "plots", "constraints", "prefix"}
+# what a memory's appended match or unsearched exact match leaves nothing to refer to
+NOT_WITH_MEMORY = {"alignments", "plots", "constraints", "prefix", "through", "markup", "document"}
 SEARCHES = {"eval": ("greedy", "beam"), "distill": ("greedy", "beam"), "serve": ("greedy", "beam")}
 ENTRIES = {"ctranslate2": {"translate"}, "chain": {"translate", "python", "serve"}}
 # what CTranslate2 does not decode (it is refused: REFUSALS)
-NOT_CTRANSLATE2 = {"alignments", "plots", "constraints", "coverage", "ensemble", "through"}
+NOT_CTRANSLATE2 = {"alignments", "plots", "constraints", "coverage", "ensemble", "through", "tm"}
 
 
 def given(case: dict) -> set[str]:
@@ -109,8 +115,12 @@ def valid(case: dict) -> bool:
         return False
     if {"markup", "document"} <= options or {"document", "stdio"} <= options:
         return False
+    if "tm" in options and options & NOT_WITH_MEMORY:
+        return False
     if kind is None:
         return True
+    if "tm" in options and (kind.chain or kind.tgt_lang not in (None, "de")):
+        return False  # the memory's targets are German, and the chain's go on into xx
     not_ctranslate2 = NOT_CTRANSLATE2 | {"sampling", "markup", "document"}
     if kind.engine == "ctranslate2" and options & not_ctranslate2:
         return False
@@ -265,6 +275,26 @@ REFUSALS = [
         "CTranslate2 aligns no tags",
         dict(entry="translate", kind="ctranslate2", markup=True),
         ("--markup",),
+    ),
+    (
+        "a memory's matches change the source",
+        dict(entry="translate", tm=True, alignments=True),
+        ("alignments",),
+    ),
+    (
+        "a memory's matches change the source",
+        dict(entry="python", tm=True, prefix=True),
+        ("prefix",),
+    ),
+    (
+        "a memory's matches change the source",
+        dict(entry="serve", tm=True, constraints=True),
+        ("constraints",),
+    ),
+    (
+        "a memory of another target language",
+        dict(entry="translate", kind="pivoting", tm=True),
+        ("--tgt-lang",),
     ),
     (
         "CTranslate2 has no coverage penalty",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import srt
-from pair_factors import CONSTRAINTS, LINES, MARKED, PREFIXES
+from pair_factors import CONSTRAINTS, LINES, MARKED, PREFIXES, REMEMBERED
 from pair_kinds import KINDS
 
 from nmt.translate.translator import Translator
@@ -54,6 +54,8 @@ def written(case: dict, rows: list[str], plots: Path, stderr: str) -> None:
         line = int(fields[0]) if nbest > 1 else number
         by_line.setdefault(line, []).append(fields[1:] if nbest > 1 else fields)
     assert sorted(by_line) == list(range(len(LINES))), rows
+    if case["tm"]:  # the memory's exact match, alone, as it is
+        assert [fields[0] for fields in by_line[0]] == [REMEMBERED[1]], by_line
     for number, found in by_line.items():
         assert 1 <= len(found) <= nbest, (number, found)
         for fields in found:
@@ -94,6 +96,8 @@ def subtitles(source: str, written: str) -> None:
 def served(case: dict, answer: list) -> None:
     """The server's answer: n_best ranks of a translation per item."""
     assert len(answer) == case["nbest"] and all(len(rank) == len(LINES) for rank in answer)
+    if case["tm"]:
+        assert answer[0][0]["tgt"] == REMEMBERED[1] and answer[0][0]["tm_match"]["exact"]
     for rank in answer:
         for number, found in enumerate(rank):
             assert ("align" in found) == case["alignments"], found
@@ -129,7 +133,10 @@ def translations(case: dict, translator: Translator, found: list) -> None:
             assert (candidate.pivot is not None) == bool(pivoted(case)), candidate
             if case["alignments"]:
                 alignment(candidate.alignment, LINES[number], candidate.text)
+    if case["tm"]:  # the memory's exact match, as it is, unsearched
+        assert found[0].text == REMEMBERED[1] and found[0].match.exact
     allowed = case["shortlist"] or case["restrict"] or case["int8"] or pivoted(case)
+    allowed = allowed or case["tm"]  # a memory's answers are not the model's own
     if not (allowed or case["precision"] != "fp32"):
         forced_scores(translator, found, language)
 

@@ -88,7 +88,11 @@ def second(case: dict, kinds: dict[str, Built]) -> Path | None:
     return then and (then.with_suffix(".strict.pt") if case.get("strict_then") else then)
 
 
-def translator(case: dict, kinds: dict[str, Built], **changed) -> Translator:
+def memory(case: dict, files: Path) -> Path | None:
+    return files / "memory.npz" if case["tm"] else None
+
+
+def translator(case: dict, kinds: dict[str, Built], files: Path, **changed) -> Translator:
     """The Translator of the case's models and options, as the commands load it."""
     quantize = "int8" if case["int8"] else None
     options = {**decode_options(case), **changed}
@@ -97,6 +101,7 @@ def translator(case: dict, kinds: dict[str, Built], **changed) -> Translator:
         quantize=quantize,
         workers=case["workers"],
         then=second(case, kinds),
+        memory=memory(case, files),
         **options,
     )
 
@@ -111,6 +116,7 @@ def run_command(case: dict, kinds: dict[str, Built], files: Path, tmp_path: Path
         args += ["--ensemble"] * (entry == "eval" and case["ensemble"])
         args += ["--then", second(case, kinds)] if kind.chain else []
     args += [*flags(options), "--workers", str(case["workers"])]
+    args += ["--tm", memory(case, files)] if case["tm"] else []
     if kind.tgt_lang and entry != "distill":  # distill translates every direction
         args += ["--tgt-lang", kind.tgt_lang]
     output, plots, stdin = tmp_path / "out", tmp_path / "plots", None
@@ -148,15 +154,15 @@ def run_command(case: dict, kinds: dict[str, Built], files: Path, tmp_path: Path
         else:
             check.written(case, rows.splitlines(), plots, ran.stderr)
     elif entry == "eval":
-        found = translator(case, kinds).translate(LINES, tgt_lang=kind.tgt_lang)
+        found = translator(case, kinds, files).translate(LINES, tgt_lang=kind.tgt_lang)
         assert output.read_text("utf-8").splitlines() == [t.text for t in found]
     elif entry == "score":
-        scored = translator(case, kinds).score(
+        scored = translator(case, kinds, files).score(
             LINES, REFERENCES, tgt_lang=kind.tgt_lang, src_lang=src_lang(case)
         )
         check.scores(output.read_text("utf-8").splitlines(), scored)
     else:
-        check.distilled(output, translator(case, kinds))
+        check.distilled(output, translator(case, kinds, files))
     return None
 
 
@@ -170,7 +176,7 @@ def run_python(case: dict, kinds: dict[str, Built], files: Path, tmp_path: Path)
     if case["markup"]:
         call["markup"] = "html"
     try:
-        loaded = translator(case, kinds)
+        loaded = translator(case, kinds, files)
         found = loaded.translate(lines, **call)
     except UserError as error:
         return Refusal(str(error))
@@ -179,7 +185,7 @@ def run_python(case: dict, kinds: dict[str, Built], files: Path, tmp_path: Path)
     else:
         check.translations(case, loaded, found)
     if case["workers"] > 1:  # batches decoded side by side answer as one after another
-        alone = translator({**case, "workers": 1}, kinds).translate(LINES, **call)
+        alone = translator({**case, "workers": 1}, kinds, files).translate(LINES, **call)
         assert [t.text for t in alone] == [t.text for t in found]
     return None
 
@@ -197,7 +203,8 @@ def run_serve(case: dict, kinds: dict[str, Built], files: Path, tmp_path: Path):
     specs += [f"n={second(case, kinds)}"] if kind.chain else []
     quantize = "int8" if case["int8"] else None
     try:
-        served = load_models(specs, quantize=quantize, **options)
+        memories = [memory(case, files)] if case["tm"] else []
+        served = load_models(specs, quantize=quantize, memories=memories, **options)
     except UserError as error:
         return Refusal(str(error))
     items = []

@@ -26,12 +26,13 @@ from pair_factors import (
     PREFIXES,
     REFERENCES,
     REFUSALS,
+    REMEMBERED,
     valid,
 )
 from pair_kinds import corpus_of, shared_kinds
 from pair_runners import Refusal, run
 
-from conftest import WORKER
+from conftest import WORKER, nmt
 
 # one worker runs every case of this file, in order, so the ledger is complete when its
 # last test reads it
@@ -57,6 +58,15 @@ def files(tmp_path_factory, kinds):
     }
     for name, lines in written.items():
         (directory / name).write_text("".join(line + "\n" for line in lines), "utf-8")
+    memorised = directory / "memorised"  # REMEMBERED first, then the corpus: a memory's pairs
+    corpus = corpus_of(kinds["rnnsearch"].checkpoint.parent)
+    for lang, extra in (("en", REMEMBERED[0]), ("de", REMEMBERED[1])):
+        lines = [extra, *(corpus / f"train.{lang}").read_text("utf-8").splitlines()]
+        memorised.mkdir(exist_ok=True)
+        (memorised / f"train.{lang}").write_text("".join(f"{line}\n" for line in lines), "utf-8")
+    ran = nmt("tm", "build", "--data", memorised, "--src-lang", "en", "--tgt-lang", "de",
+              "--out", directory / "memory.npz")  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
     cues = [line for line in LINES if line]  # a SubRip file of the input, a cue a line
     (directory / "film.srt").write_text(
         "".join(

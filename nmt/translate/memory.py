@@ -42,6 +42,20 @@ def memory_for(path: Path | str, config: Experiment) -> TranslationMemory:
     return memory
 
 
+def check_memory_target(
+    memory: TranslationMemory, tgt_lang: str | None, config: Experiment
+) -> None:
+    """A UserError unless the language asked for (None: the model's only one) is the one
+    the memory's targets are in: its exact matches are the translations."""
+    target = tgt_lang or config.data.target_languages[0]
+    if target != memory.tgt_lang:
+        raise UserError(
+            f"the translation memory (--tm) holds {memory.src_lang}-{memory.tgt_lang} pairs, "
+            f"and this translates into {target}: ask for {memory.tgt_lang} (--tgt-lang, "
+            "tgt_lang), or give a memory of the direction translated."
+        )
+
+
 def recalled(
     memory: TranslationMemory,
     config: Experiment,

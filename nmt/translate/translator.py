@@ -41,7 +41,12 @@ from nmt.translate.loading import (
     tokenizer_towards,
 )
 from nmt.translate.markup import marked_translations
-from nmt.translate.memory import memory_for, recalled, refused_with_memory
+from nmt.translate.memory import (
+    check_memory_target,
+    memory_for,
+    recalled,
+    refused_with_memory,
+)
 from nmt.translate.pair_scores import Target, check_targets, score_pairs
 from nmt.translate.pipeline import CHUNK_LINES, Numbering, Wanted, per_sentence, translate_stream
 from nmt.translate.results import PairScore, Translation
@@ -279,6 +284,7 @@ def _searched(
         return translate_stream(lines, tokenizer, decode, search, kept, batch, workers, *rest)
     constraints, prefix, chunk, done, first = rest
     refused_with_memory({**wanted, "constraints": constraints, "prefix": prefix})
+    check_memory_target(translator.memory, tgt_lang or translator.tgt_lang, translator.config)
 
     def searched(sources: list[str], numbers: list[int]) -> Iterator[Translation]:
         args = (None, None, None, done, numbers)
