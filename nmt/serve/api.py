@@ -73,6 +73,13 @@ class TranslateRequest(BaseModel):
         "translations: a chain of two (de-en, then en-cs), tgt_lang the second's; the "
         "model's chains list them.",
     )
+    markup_placement: Literal["projection", "model", "both"] | None = Field(
+        None,
+        description="How a marked-up src's tags find their place (as nmt translate "
+        "--markup-placement): projection (default: through word alignments), model (the "
+        "tags a model trained with data.markup_augment writes), or both (the model's, "
+        "projection where it drops one).",
+    )
     adapter: StrictStr | None = Field(
         None,
         description="The name of one of the model's adapters (the model's adapters list "

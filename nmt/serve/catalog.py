@@ -26,6 +26,7 @@ from nmt.data.memory import TranslationMemory
 from nmt.errors import UserError
 from nmt.serve.api import MAX_BEAM, excerpt
 from nmt.translate.constraints import TextConstraints
+from nmt.translate.markup import Placement
 from nmt.translate.results import AttentionMap, Translation
 from nmt.translate.routing import connecting
 from nmt.translate.translator import Translator
@@ -307,10 +308,14 @@ def translate_items(
     tgt_lang: str | None = None,
     src_lang: str | None = None,
     markup: MarkupKind | None = None,
+    placement: Placement | None = None,
 ) -> list:
     """One list of n-best answers (dicts, best first) per item, in order; `markup`: each
-    item's src is marked up (then none asks for what names one sentence's translation)."""
-    asked = {}
+    item's src is marked up (then none asks for what names one sentence's translation),
+    its tags placed by `placement` (None: projection)."""
+    asked: dict = {}
+    if markup is not None and placement is not None:
+        asked["placement"] = placement
     if markup is None:
         asked = dict(
             alignments=any(item.alignments for item in items),

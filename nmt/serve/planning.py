@@ -12,6 +12,7 @@ from nmt.data.markup import MarkupError, parse
 from nmt.serve.api import TranslateRequest, excerpt
 from nmt.serve.catalog import Item, ServedModel, chained
 from nmt.translate.constraints import ConstraintError, check_constraints, parse_constraints
+from nmt.translate.markup import knows_tags
 from nmt.translate.routing import RouteError, check_route, target_of
 
 
@@ -90,7 +91,10 @@ def plan(
             parse_constraints(wanted),
             request.prefix,
         )
-        key = (route, decode, request.tgt_lang, request.src_lang, request.then, request.markup)
+        if request.markup_placement is not None and (problem := placement_error(request, model)):
+            raise invalid(index, "markup_placement", problem, request.markup_placement)
+        marked = (request.markup, request.markup_placement)
+        key = (route, decode, request.tgt_lang, request.src_lang, request.then, *marked)
         groups.setdefault(key, []).append((index, item))
     return groups, nbest or 1
 
@@ -99,6 +103,19 @@ def memory_conflict(request: TranslateRequest) -> str | None:
     """The first field of `request` that a model with a translation memory cannot take."""
     fields = ("alignments", "attention", "constraints", "prefix", "through", "then", "markup")
     return next((field for field in fields if getattr(request, field)), None)
+
+
+def placement_error(request: TranslateRequest, model: ServedModel) -> str | None:
+    """Why a request's markup_placement cannot be: no markup, or tags the model never
+    learnt to place."""
+    if request.markup is None:
+        return "places the tags of a marked-up src: set markup too, or leave it out"
+    if request.markup_placement != "projection" and not knows_tags(model.translator):
+        return (
+            f"{request.markup_placement!r} has the model place the tags itself, and this "
+            "model was not trained to (data.markup_augment): use 'projection', or leave it out"
+        )
+    return None
 
 
 def markup_conflict(request: TranslateRequest, nbest: int) -> str | None:

@@ -94,6 +94,7 @@ def create_app(
             key[2],
             key[3],
             key[5],
+            key[6],
         ),
         window=limits.window,
         max_batch=limits.max_batch,

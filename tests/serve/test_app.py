@@ -294,3 +294,23 @@ def test_marked_up_sources_come_back_with_their_tags_beside_plain_ones(demo_rnns
     assert tagged["tgt"].startswith("<p>") and "<b>die Städte</b>" in tagged["tgt"]
     assert plain["tgt"] == translator.translate(body[1]["src"]).text  # no tags, as sent
     assert only_tags["tgt"] == "<br/>"
+
+
+def test_a_requests_markup_placement_is_taken_or_refused_naming_the_field(corpus_dir, tokenizer):
+    translator = make_translator(tiny_experiment(corpus_dir), tokenizer)
+    app = create_app({"m": ServedModel("m", translator)}, workers=1)
+    marked = "<p>the <b>dog</b> sees the cat.</p>"
+    with serving_app(app) as client:
+        status, answer = client.translate(
+            [{"src": marked, "id": "m", "markup": "html", "markup_placement": "projection"}]
+        )
+        assert status == 200 and answer[0][0]["tgt"].count("<b>") == 1
+        assert answer[0][0]["tgt"] == translator.translate(marked, markup="html").text
+        for item, wanted in (
+            ({"markup": "html", "markup_placement": "model"}, "data.markup_augment"),
+            ({"markup_placement": "projection"}, "set markup too"),
+        ):
+            status, answer = client.translate([{"src": marked, "id": "m", **item}])
+            assert status == 422, answer
+            (error,) = answer["detail"]
+            assert error["loc"] == ["body", 0, "markup_placement"] and wanted in error["msg"]
