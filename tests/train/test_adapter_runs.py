@@ -10,6 +10,7 @@ import torch
 
 from conftest import TINY_TRANSFORMER, nmt, set_options, tiny_train_args
 from nmt.checkpoint import load_checkpoint
+from nmt.translate.translator import Translator
 
 LINES = "the dog sees the cat.\na small bird sleeps.\n"
 LORA = ("train.adapters.targets=[attention,feed_forward,output]", "train.adapters.rank=4")
@@ -164,3 +165,15 @@ def test_adapters_train_on_an_imported_marian_model_and_merge_back(tmp_path, cor
     merged = tmp_path / "merged.pt"
     assert nmt("adapter", "merge", tmp_path / "run", "-o", merged).returncode == 0
     assert translate("--checkpoint", merged) == translate("--checkpoint", tmp_path / "run")
+
+
+def test_an_adapter_run_teaches_a_student_as_any_checkpoint_does(tmp_path, corpus_dir, base):
+    run = adapter_run(tmp_path / "lora", corpus_dir, base, *LORA)
+    out = tmp_path / "distilled"
+    ran = nmt("distill", "--checkpoint", run, "--out", out, "--beam", "1")
+    assert ran.returncode == 0, ran.stderr
+    sources = (corpus_dir / "train.en").read_text("utf-8").splitlines()
+    translated = (out / "train.de").read_text("utf-8").splitlines()
+    assert len(translated) == len(sources)
+    expected = Translator.load(run, beam=1).translate(sources[:5])
+    assert translated[:5] == [t.text for t in expected]
