@@ -8,7 +8,7 @@ pair" (full fine-tuning at lr 0.0005: 31.0 test BLEU there).
    step of the two-way config writes it);
 2. parent: configs/multi30k_de_en_transformer.yaml, --parent-steps (1750) on 29k de-en;
 3. children on the first 5,000 cs-en pairs, --child-steps (580) each, one after another:
-   full (every weight, lr 0.0005), lora4, lora16, lora64 (attention and feed-forward,
+   full (every weight, lr 0.0005), lora4, lora8, lora16, lora64 (attention and feed-forward,
    alpha 2r, lr 0.002) and bottleneck (64 units, lr 0.002);
 4. each child's valid BLEU at beam 5 and alpha 0.6, 1.0 and 1.5, the best alpha on test.
 
@@ -34,6 +34,7 @@ LORA = ["train.lr=0.002", "train.adapters.type=lora"]
 CHILDREN = {
     "full": ["train.lr=0.0005"],
     "lora4": [*LORA, "train.adapters.rank=4", "train.adapters.alpha=8"],
+    "lora8": [*LORA, "train.adapters.rank=8", "train.adapters.alpha=16"],
     "lora16": [*LORA, "train.adapters.rank=16", "train.adapters.alpha=32"],
     "lora64": [*LORA, "train.adapters.rank=64", "train.adapters.alpha=128"],
     "bottleneck": ["train.lr=0.002", "train.adapters.type=bottleneck", "train.adapters.size=64"],
