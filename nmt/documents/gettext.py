@@ -4,7 +4,7 @@ into the others) and flagged `fuzzy`, as msgmerge flags a translation a person h
 checked yet: msgfmt leaves it out until someone clears the flag (`msgfmt --use-fuzzy`
 takes it). Messages already translated, obsolete ones and the header are kept as they
 are, but the header's Language, which becomes the language written. Format variables
-(`%s`, `%(name)d`, `{count}`) come back as they were (nmt/data/markup.py's PLACEHOLDERS)."""
+(`%s`, `%(name)d`, `{count}`) come back as they were (nmt/data/markup's PLACEHOLDERS)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Plain text, HTML and XML files: HTML and XML read by html.parser as markup translation
-reads a line (nmt/data/markup.py), the whole file at once so that a paragraph may span
+reads a line (nmt/data/markup/), the whole file at once so that a paragraph may span
 lines; plain text a paragraph a line."""
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from nmt.translate.markup import marked_stream
 @dataclass(frozen=True)
 class Segment:
     """A piece of a file to translate: `text` in markup of `kind` (its tags kept), `escaped`
-    as nmt/data/markup.py's `parse` takes it (None: as the kind has it)."""
+    as nmt/data/markup's `parse` takes it (None: as the kind has it)."""
 
     text: str
     kind: MarkupKind = "text"

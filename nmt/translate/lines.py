@@ -160,7 +160,7 @@ def write_translations(
     input line (--constraints, --prefix); translations that miss their constraints (the
     length limit left no room) are counted in a warning on stderr. `markup`: each line is
     HTML or XML, translated sentence by sentence with its tags kept, and what `keep`'s
-    patterns match (besides nmt/data/markup.py's PLACEHOLDERS) copied untouched."""
+    patterns match (besides nmt/data/markup's PLACEHOLDERS) copied untouched."""
     if plot_dir is not None:
         try:
             plot_dir.mkdir(parents=True, exist_ok=True)

@@ -1,11 +1,11 @@
 """Translating marked-up lines (`nmt translate --markup html|xml`, `markup=` in Python, the
-server's "markup"): each line is cut into sentences and tags (nmt/data/markup.py), the
+server's "markup"): each line is cut into sentences and tags (nmt/data/markup/), the
 sentences are translated with their word alignments, and each tag is put back around the
 target words aligned to the words it wrapped.
 
 A paragraph's plain text is cut into sentences by sentencex (Wikimedia's splitter, rules for
 some 240 languages, by the source language's code), never inside a tag around words. URLs,
-e-mail addresses, numbers with units and format variables (nmt/data/markup.py's
+e-mail addresses, numbers with units and format variables (nmt/data/markup's
 PLACEHOLDERS), and what a user's own patterns match, are held out of the sentences and put
 back as they were, where the alignments place them.
 """
