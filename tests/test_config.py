@@ -21,6 +21,7 @@ from nmt.config import (
     config_from_dict,
     config_to_dict,
     load_config,
+    resolve_config,
 )
 from nmt.errors import UserError
 from nmt.model.attention import build_attention
@@ -464,3 +465,12 @@ def test_attention_dropout_acts_in_training_only(attention_type):
     assert torch.equal(weights, plain_weights)  # the weights returned (plots, alignments) are not
     evaluated = context_and_weights(attention, training=False)
     assert all(map(torch.equal, evaluated, context_and_weights(plain, training=False)))
+
+
+def test_a_null_section_takes_keys_set_into_it():
+    """A checkpoint's config holds train.adapters: null; --set train.adapters.rank=4 on it
+    (or on an Experiment in Python) makes the section, with its other keys at defaults."""
+    stored = config_to_dict(load_config(DEMO_CONFIG))
+    assert stored["train"]["adapters"] is None
+    amended = resolve_config(stored, ["train.init_from=x", "train.adapters.rank=4"], "test")
+    assert amended.train.adapters.rank == 4 and amended.train.adapters.type == "lora"

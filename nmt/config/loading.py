@@ -119,7 +119,9 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 def apply_override(raw: dict, keys: list[str], value: Any) -> None:
     node = raw
     for depth, key in enumerate(keys[:-1]):
-        child = node.setdefault(key, {})
+        if node.get(key) is None:  # an absent section, or a null one (train.adapters: null)
+            node[key] = {}
+        child = node[key]
         if not isinstance(child, dict):
             raise ConfigError(".".join(keys[: depth + 1]), "is a value, not a section")
         node = child
