@@ -13,6 +13,7 @@ from nmt.serve.api import TranslateRequest, excerpt
 from nmt.serve.catalog import Item, ServedModel, chained
 from nmt.translate.constraints import ConstraintError, check_constraints, parse_constraints
 from nmt.translate.markup import knows_tags
+from nmt.translate.memory import remembers
 from nmt.translate.routing import RouteError, check_route, target_of
 
 
@@ -40,7 +41,7 @@ def plan(
         except ValueError as error:
             raise invalid(index, "adapter", str(error), excerpt(request.adapter)) from None
         route = (str(request.id), request.adapter)
-        if model.translator.memory is not None and (field := memory_conflict(request)):
+        if remembers(model.translator, request.tgt_lang) and (field := memory_conflict(request)):
             problem = (
                 f"the model translates with a translation memory (--tm), and {field} cannot "
                 "go with one (an appended fuzzy match changes the source it refers to; an "

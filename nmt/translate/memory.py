@@ -42,6 +42,17 @@ def memory_for(path: Path | str, config: Experiment) -> TranslationMemory:
     return memory
 
 
+def remembers(translator, tgt_lang: str | None) -> bool:
+    """Whether `translator` looks lines up in its memory when asked for `tgt_lang` (None: its
+    own language): it has one, and the memory's targets are in that language."""
+    memory = translator.memory
+    if memory is None:
+        return False
+    languages = translator.target_languages
+    target = tgt_lang or translator.tgt_lang or (languages[0] if len(languages) == 1 else None)
+    return target == memory.tgt_lang
+
+
 def check_memory_target(
     memory: TranslationMemory, tgt_lang: str | None, config: Experiment
 ) -> None:

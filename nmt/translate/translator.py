@@ -46,6 +46,7 @@ from nmt.translate.memory import (
     memory_for,
     recalled,
     refused_with_memory,
+    remembers,
 )
 from nmt.translate.pair_scores import Target, check_targets, score_pairs
 from nmt.translate.pipeline import CHUNK_LINES, Numbering, Wanted, per_sentence, translate_stream
@@ -188,6 +189,8 @@ class Translator:
         "xml", with `keep` and `placement`): nmt/translate/markup.py; the rest: `stream`'s."""
         single = isinstance(sentences, str)
         lines = [sentences] if single else _sentences(sentences)
+        if self.memory is not None and markup is not None:
+            refused_with_memory({"markup": True})
         if markup is not None or {"keep", "placement"} & options.keys():
             marked = dict(constraints=constraints, prefix=prefix, **options)
             found = marked_translations(self, lines, markup, **marked)
@@ -238,9 +241,11 @@ class Translator:
         decode = decode_settings(self.decode, {**options, "through": through})
         wanted = dict(alignments=alignments, attention=attention, batch_size=batch_size)
         args = (lines, tgt_lang, src_lang, wanted, constraints, prefix, chunk, done, first)
+        if self.memory is not None:  # a pivot's legs into other languages go without it
+            given = {"through": decode.through, **wanted, "constraints": constraints}
+            refused_with_memory({**given, "prefix": prefix})
+            check_memory_target(self.memory, tgt_lang or self.tgt_lang, self.config)
         routed = pivoting.routed_stream(self, decode, *args)
-        if routed is not None and self.memory is not None:
-            refused_with_memory({"through": True})
         return routed if routed is not None else _searched(self, decode, *args)
 
     def score(
@@ -280,11 +285,9 @@ def _searched(
     search = ModelSearch(translator.model, tokenizer, shown, translator.shortlist)
     kept = Wanted(wanted["alignments"], wanted["attention"])
     batch, workers = wanted["batch_size"], translator.workers
-    if translator.memory is None:
+    if not remembers(translator, tgt_lang):
         return translate_stream(lines, tokenizer, decode, search, kept, batch, workers, *rest)
-    constraints, prefix, chunk, done, first = rest
-    refused_with_memory({**wanted, "constraints": constraints, "prefix": prefix})
-    check_memory_target(translator.memory, tgt_lang or translator.tgt_lang, translator.config)
+    _, _, chunk, done, first = rest
 
     def searched(sources: list[str], numbers: list[int]) -> Iterator[Translation]:
         args = (None, None, None, done, numbers)

@@ -51,3 +51,22 @@ def test_a_memory_no_served_model_translates_is_refused_before_serving(
     checkpoint = write_checkpoint(tmp_path / "de-en.pt", german, tokenizer)
     with pytest.raises(UserError, match="no served model translates en-de"):
         load_models([str(checkpoint)], memories=[memory_file])
+
+
+def test_a_request_into_a_language_the_memory_lacks_goes_without_it(
+    corpus_dir, tokenizer, memory_file
+):
+    from conftest import two_way_tokenizer
+
+    config = tiny_experiment(corpus_dir, "data.directions=[en-de,de-en]")
+    translator = make_translator(config, two_way_tokenizer(tokenizer), beam=2)
+    models = {"two": ServedModel("two", translator)}
+    translator.memory = TranslationMemory.load(memory_file)
+    exact = (corpus_dir / "train.en").read_text("utf-8").splitlines()[3]
+    german = (corpus_dir / "train.de").read_text("utf-8").splitlines()[3]
+    with serving_app(create_app(models, workers=1)) as client:
+        status, answer = client.translate([{"src": exact, "id": "two", "tgt_lang": "de"}])
+        assert status == 200 and answer[0][0]["tgt"] == german and answer[0][0]["tm_match"]
+        item = {"src": german, "id": "two", "tgt_lang": "en", "alignments": True}
+        status, answer = client.translate([item])
+        assert status == 200 and "tm_match" not in answer[0][0] and "align" in answer[0][0]
