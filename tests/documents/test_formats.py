@@ -9,15 +9,12 @@ import io
 import random
 import typing
 import xml.etree.ElementTree as ET
-from html.parser import HTMLParser
 
 import docx
 import polib
 import pytest
 import srt
-from docx.opc.constants import RELATIONSHIP_TYPE as RT
-from docx.oxml import OxmlElement
-from docx.oxml.ns import qn
+from samples import NS, XLIFF_12, XLIFF_20, tags, word_document
 
 from nmt.cli.decoding_options import FormatOption
 from nmt.documents.formats import (
@@ -184,21 +181,6 @@ def test_html_keeps_its_element_tree_and_copies_what_is_not_to_be_translated():
     assert "<ol><li>WE SLEEP</li><li>A DOG</li></ol>" in text  # a list in a list
 
 
-def tags(html_text: str) -> list[tuple]:
-    """The document's tags in order, with their attributes, by html.parser."""
-    found = []
-
-    class Tags(HTMLParser):
-        def handle_starttag(self, tag, attrs):
-            found.append(("open", tag, tuple(attrs)))
-
-        def handle_endtag(self, tag):
-            found.append(("close", tag))
-
-    Tags().feed(html_text)
-    return found
-
-
 def test_xml_stays_well_formed_with_the_same_tree():
     document = (
         '<?xml version="1.0" encoding="UTF-8"?>\n<doc><title>the dog</title>\n<p id="1">we '
@@ -208,28 +190,6 @@ def test_xml_stays_well_formed_with_the_same_tree():
     before, after = ET.fromstring(document.encode()), ET.fromstring(out)
     assert [(e.tag, e.attrib) for e in before.iter()] == [(e.tag, e.attrib) for e in after.iter()]
     assert after.find("p/g").text == "THE SMALL DOG"
-
-
-XLIFF_12 = b"""<?xml version="1.0" encoding="UTF-8"?>
-<xliff version="1.2" xmlns="urn:oasis:names:tc:xliff:document:1.2">
-  <file source-language="en" datatype="plaintext" original="a.txt"><body>
-    <trans-unit id="1"><source>we see <g id="1">the small dog</g>.<x id="2"/></source></trans-unit>
-    <trans-unit id="2" translate="no"><source>keep</source></trans-unit>
-    <trans-unit id="3"><source>done</source><target>fertig</target></trans-unit>
-    <trans-unit id="4"><source>a bird &amp; we</source><target/></trans-unit>
-  </body></file>
-</xliff>
-"""
-XLIFF_20 = b"""<?xml version="1.0" encoding="UTF-8"?>
-<xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" version="2.0" srcLang="en">
- <file id="f1"><unit id="u1">
-   <segment><source>we see <pc id="1">the dog</pc> <ph id="2"/> today.</source></segment>
-   <ignorable><source> </source></ignorable>
-   <segment state="final"><source>a bird.</source><target>ein Vogel.</target></segment>
- </unit></file>
-</xliff>
-"""
-NS = {"x1": "urn:oasis:names:tc:xliff:document:1.2", "x2": "urn:oasis:names:tc:xliff:document:2.0"}
 
 
 def test_xliff_1_2_gets_targets_with_their_inline_codes_beside_untranslated_sources():
@@ -262,33 +222,6 @@ def test_xliff_2_segments_get_targets_and_the_file_its_target_language():
     ]  # fmt: skip
     assert ignorable.find("x2:target", NS) is None
     assert (last.get("state"), last.find("x2:target", NS).text) == ("final", "ein Vogel.")
-
-
-def word_document() -> bytes:
-    """A Word document with bold and italic runs, a hyperlink, a table and a header."""
-    document = docx.Document()
-    paragraph = document.add_paragraph("we see ")
-    paragraph.add_run("the small dog").bold = True
-    paragraph.add_run(" because ")
-    paragraph.add_run("they").italic = True
-    paragraph.add_run(" sleep.")
-    linked = document.add_paragraph("visit ")
-    address = linked.part.relate_to("https://x.org", RT.HYPERLINK, is_external=True)
-    link = OxmlElement("w:hyperlink")
-    link.set(qn("r:id"), address)
-    run, text = OxmlElement("w:r"), OxmlElement("w:t")
-    text.text = "the bird"
-    run.append(text)
-    link.append(run)
-    linked._p.append(link)
-    linked.add_run(" today.")
-    document.add_paragraph("")
-    table = document.add_table(rows=1, cols=2)
-    table.cell(0, 0).text, table.cell(0, 1).text = "a dog", "we sleep"
-    document.sections[0].header.paragraphs[0].text = "the bird sleeps."
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
 
 
 def test_a_word_document_keeps_each_runs_formatting_with_its_words_and_its_links():
