@@ -303,3 +303,18 @@ def test_a_file_its_library_cannot_read_is_an_error_naming_where(name, data, whe
     with pytest.raises(UserError, match=f"f: not a {name} file its library") as error:
         translated(name, data)
     assert where in str(error.value)
+
+
+def test_html_attributes_readers_see_are_translated_unless_their_element_says_no():
+    page = (
+        '<p title="the dog">we see <img alt="a bird &amp; a dog" src="the dog.png"> today.</p>'
+        "<input placeholder='we sleep'/><a aria-label=\"the bird\" href=\"#the\">x</a>"
+        '<p translate="no" title="keep">the cat</p>'
+    )
+    out, translator = translated("html", page.encode())
+    text = out.decode()
+    assert '<p title="THE DOG">' in text and 'alt="A BIRD &amp; A DOG" src="the dog.png"' in text
+    assert "placeholder='WE SLEEP'" in text and 'aria-label="THE BIRD" href="#the"' in text
+    assert '<p translate="no" title="keep">the cat</p>' in text
+    assert "a bird & a dog" in translator.sentences  # the value read as plain text
+    assert [t[:2] for t in tags(text)] == [t[:2] for t in tags(page)]
