@@ -22,7 +22,7 @@ from pathlib import Path
 LOADER = """
 import gc, json, sys
 from pathlib import Path
-from nmt.serve.catalog import load_models
+from nmt.serve.loading import load_models
 specs, adapters = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 models = load_models(specs, device="cpu", adapters=adapters)
 gc.collect()

@@ -193,7 +193,7 @@ def run_python(case: dict, kinds: dict[str, Built], files: Path, tmp_path: Path)
 def run_serve(case: dict, kinds: dict[str, Built], files: Path, tmp_path: Path):
     from serve.serving import serving_app
 
-    from nmt.serve.catalog import load_models
+    from nmt.serve.loading import load_models
     from nmt.serve.server import create_app
 
     kind, options = KINDS[case["kind"]], decode_options(case)

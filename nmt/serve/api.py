@@ -73,6 +73,13 @@ class TranslateRequest(BaseModel):
         "translations: a chain of two (de-en, then en-cs), tgt_lang the second's; the "
         "model's chains list them.",
     )
+    markup: Literal["html", "xml"] | None = Field(
+        None,
+        description="src is marked up: its sentences are translated one by one and each tag "
+        "is put back around the words that translate the words it wrapped (as nmt translate "
+        "--markup); not with n_best > 1, alignments, attention, constraints or prefix.",
+    )
+
     markup_placement: Literal["projection", "model", "both"] | None = Field(
         None,
         description="How a marked-up src's tags find their place (as nmt translate "
@@ -84,12 +91,6 @@ class TranslateRequest(BaseModel):
         None,
         description="The name of one of the model's adapters (the model's adapters list "
         "them) to translate with; default: the model itself.",
-    )
-    markup: Literal["html", "xml"] | None = Field(
-        None,
-        description="src is marked up: its sentences are translated one by one and each tag "
-        "is put back around the words that translate the words it wrapped (as nmt translate "
-        "--markup); not with n_best > 1, alignments, attention, constraints or prefix.",
     )
 
     @field_validator("src", "prefix")

@@ -46,9 +46,10 @@ from nmt.serve.api import (
     TranslationOut,
     error_details,
 )
-from nmt.serve.catalog import ServedModel, chained, load_models, translate_items
+from nmt.serve.catalog import ServedModel, chained, translate_items
 from nmt.serve.files import file_formats, serve_files
 from nmt.serve.guards import ApiKeyGuard, BodyGuard, declare_bearer
+from nmt.serve.loading import load_models
 from nmt.serve.microbatch import MicroBatcher
 from nmt.serve.planning import plan, refused
 from nmt.translate.constraints import ConstraintError

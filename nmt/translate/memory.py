@@ -53,12 +53,14 @@ def remembers(translator, tgt_lang: str | None) -> bool:
     return target == memory.tgt_lang
 
 
-def check_memory_target(
-    memory: TranslationMemory, tgt_lang: str | None, config: Experiment
-) -> None:
-    """A UserError unless the language asked for (None: the model's only one) is the one
-    the memory's targets are in: its exact matches are the translations."""
-    target = tgt_lang or config.data.target_languages[0]
+def check_memory_call(translator, options: dict, tgt_lang: str | None) -> None:
+    """A UserError where a call of `translator`, which has a memory, asks for what cannot go
+    with one (`options`: refused_with_memory) or for another language than the one its
+    memory's targets are in (`tgt_lang`, None: the translator's own)."""
+    refused_with_memory(options)
+    memory = translator.memory
+    languages = translator.target_languages
+    target = tgt_lang or translator.tgt_lang or languages[0]
     if target != memory.tgt_lang:
         raise UserError(
             f"the translation memory (--tm) holds {memory.src_lang}-{memory.tgt_lang} pairs, "

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any, overload
 
 import torch
@@ -37,12 +36,11 @@ from nmt.translate.loading import (
     in_precision,
     load_model,
     precision_named,
-    shared_adapters,
     tokenizer_towards,
 )
 from nmt.translate.markup import marked_translations
 from nmt.translate.memory import (
-    check_memory_target,
+    check_memory_call,
     memory_for,
     recalled,
     refused_with_memory,
@@ -135,17 +133,6 @@ class Translator:
         chain.then = then
         meeting(chain, then, chain.decode.through)
         return chain
-
-    def adapted(self, payload: dict, path: Path, **decode: Any) -> Translator:
-        """A Translator of the adapter checkpoint `payload` (read from `path`) on this
-        translator's model, its base, sharing the base's weights (in memory once): the
-        adapter's config and decode settings (`decode` replacing them), computing in this
-        model's precision. LoRA stays beside its matrices: folding it in would copy them."""
-        model, config = shared_adapters(self.model, payload, path)
-        dtype = next(self.model.parameters()).dtype
-        precision = {"precision": "bf16" if dtype == torch.bfloat16 else "fp32"}
-        settings = decode_settings(config.decode, {**decode, **precision})
-        return type(self)(model, self.tokenizer, config, settings, self.device, self.workers)
 
     def with_decode(self, **options: Any) -> Translator:
         """This translator, its model shared (loaded once), with decode settings replaced
@@ -243,8 +230,7 @@ class Translator:
         args = (lines, tgt_lang, src_lang, wanted, constraints, prefix, chunk, done, first)
         if self.memory is not None:  # a pivot's legs into other languages go without it
             given = {"through": decode.through, **wanted, "constraints": constraints}
-            refused_with_memory({**given, "prefix": prefix})
-            check_memory_target(self.memory, tgt_lang or self.tgt_lang, self.config)
+            check_memory_call(self, {**given, "prefix": prefix}, tgt_lang)
         routed = pivoting.routed_stream(self, decode, *args)
         return routed if routed is not None else _searched(self, decode, *args)
 

@@ -308,7 +308,7 @@ def test_a_file_its_library_cannot_read_is_an_error_naming_where(name, data, whe
 def test_html_attributes_readers_see_are_translated_unless_their_element_says_no():
     page = (
         '<p title="the dog">we see <img alt="a bird &amp; a dog" src="the dog.png"> today.</p>'
-        "<input placeholder='we sleep'/><a aria-label=\"the bird\" href=\"#the\">x</a>"
+        '<input placeholder=\'we sleep\'/><a aria-label="the bird" href="#the">x</a>'
         '<p translate="no" title="keep">the cat</p>'
     )
     out, translator = translated("html", page.encode())

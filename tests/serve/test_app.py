@@ -49,7 +49,7 @@ def test_ranks_the_search_left_empty_are_padded_and_say_so(monkeypatch, tiny_con
 
 FIELDS = (
     "src, id, beam, n_best, alignments, attention, constraints, prefix, tgt_lang, through, "
-    "src_lang, then, markup"
+    "src_lang, then, markup, markup_placement, adapter"
 )
 # What the server answers, each naming something the client can change (a field of the
 # request) or the operator can (a flag of nmt serve): body, status, detail (for most 422s

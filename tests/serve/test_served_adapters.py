@@ -10,7 +10,7 @@ from serving import serving_app
 
 from conftest import TINY_TRANSFORMER, nmt, tiny_train_args
 from nmt.errors import UserError
-from nmt.serve.catalog import load_models
+from nmt.serve.loading import load_models
 from nmt.serve.server import create_app
 from nmt.translate.translator import Translator
 

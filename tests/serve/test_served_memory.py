@@ -8,7 +8,8 @@ from serving import serving_app
 from conftest import make_translator, nmt, tiny_experiment
 from nmt.data.memory import TranslationMemory
 from nmt.errors import UserError
-from nmt.serve.catalog import ServedModel, load_models
+from nmt.serve.catalog import ServedModel
+from nmt.serve.loading import load_models
 from nmt.serve.server import create_app
 
 

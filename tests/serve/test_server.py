@@ -21,8 +21,8 @@ from serving import running_server
 from conftest import nmt, tiny_experiment, write_checkpoint
 from nmt.data.demo import generate_pairs
 from nmt.errors import UserError
-from nmt.serve.catalog import load_models
 from nmt.serve.files import file_formats
+from nmt.serve.loading import load_models
 from nmt.serve.server import exposure_warning, serve
 from nmt.translate.lines import InputLines, write_translations
 from nmt.translate.translator import Translator

@@ -161,7 +161,7 @@ def test_alignments_and_a_heatmap_per_leg_through_the_pivot(models, tmp_path):
 def test_the_server_pivots_and_lists_its_pivots(models):
     from serve.serving import serving_app
 
-    from nmt.serve.catalog import load_models
+    from nmt.serve.loading import load_models
     from nmt.serve.server import create_app
 
     served = load_models([f"m={models['tagged']}"])
@@ -182,7 +182,7 @@ def test_the_server_pivots_and_lists_its_pivots(models):
 def test_the_server_chains_two_served_models(models):
     from serve.serving import serving_app
 
-    from nmt.serve.catalog import load_models
+    from nmt.serve.loading import load_models
     from nmt.serve.server import create_app
 
     served = load_models([f"de-en={models['de-en']}", f"en-xx={models['en-xx']}"])

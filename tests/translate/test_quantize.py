@@ -15,7 +15,7 @@ from nmt.errors import UserError
 from nmt.search import greedy_search
 from nmt.search.beam import beam_search
 from nmt.search.ensemble import Ensemble
-from nmt.serve.catalog import load_models
+from nmt.serve.loading import load_models
 from nmt.translate.quantize import quantize
 from nmt.translate.translator import Translator
 

@@ -23,7 +23,7 @@ def models(tmp_path_factory):
 def served(*specs):
     from serve.serving import serving_app
 
-    from nmt.serve.catalog import load_models
+    from nmt.serve.loading import load_models
     from nmt.serve.server import create_app
 
     return serving_app(create_app(load_models(list(specs)), workers=1))
