@@ -37,6 +37,13 @@ def numel(state: dict) -> int:
     return sum({t.data_ptr(): t.numel() for t in state.values()}.values())
 
 
+@pytest.fixture(scope="module")
+def lora(tmp_path_factory, corpus_dir, base) -> Path:
+    """A LoRA run on `base` that the tests only read (its two step checkpoints kept)."""
+    run_dir = tmp_path_factory.mktemp("lora") / "run"
+    return adapter_run(run_dir, corpus_dir, base, *LORA, "train.keep_last=2")
+
+
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -62,9 +69,9 @@ def test_an_adapter_run_leaves_its_base_as_it_was_and_keeps_its_adapters_alone(
 
 
 def test_every_way_of_loading_an_adapter_translates_alike_and_merging_changes_nothing(
-    tmp_path, corpus_dir, base
+    tmp_path, corpus_dir, base, lora
 ):
-    run = adapter_run(tmp_path / "lora", corpus_dir, base, *LORA)
+    run = lora
     by_run = translate("--checkpoint", run)
     assert by_run == translate("--checkpoint", base, "--adapter", run / "best.pt")
     assert by_run != translate("--checkpoint", base)  # it learnt something
@@ -85,8 +92,8 @@ def test_a_bottleneck_run_translates_on_its_base_and_cannot_be_merged(tmp_path, 
     assert not (tmp_path / "merged.pt").exists()
 
 
-def test_a_wrong_base_is_refused_naming_both(tmp_path, corpus_dir, base):
-    run = adapter_run(tmp_path / "lora", corpus_dir, base, *LORA)
+def test_a_wrong_base_is_refused_naming_both(tmp_path, corpus_dir, base, lora):
+    run = lora
     other = train(tmp_path / "other", corpus_dir, "train.seed=7")
     ran = nmt("translate", "--checkpoint", other, "--adapter", run, input=LINES)
     assert ran.returncode == 2
@@ -124,10 +131,8 @@ def test_an_adapter_run_resumes_exactly_with_ema_and_bf16(tmp_path, corpus_dir, 
     assert set(load_checkpoint(cut / "last.pt")["ema"]) == set(one["model"])
 
 
-def test_adapter_checkpoints_of_one_run_average_into_one_that_translates(
-    tmp_path, corpus_dir, base
-):
-    run = adapter_run(tmp_path / "lora", corpus_dir, base, *LORA, "train.keep_last=2")
+def test_adapter_checkpoints_of_one_run_average_into_one_that_translates(tmp_path, lora):
+    run = lora
     averaged = tmp_path / "averaged.pt"
     ran = nmt("average", "--output", averaged, "--last", "2", run)
     assert ran.returncode == 0, ran.stderr
@@ -135,8 +140,8 @@ def test_adapter_checkpoints_of_one_run_average_into_one_that_translates(
     translate("--checkpoint", averaged)
 
 
-def test_what_reads_whole_models_refuses_an_adapter_checkpoint(tmp_path, corpus_dir, base):
-    run = adapter_run(tmp_path / "lora", corpus_dir, base, *LORA)
+def test_what_reads_whole_models_refuses_an_adapter_checkpoint(tmp_path, corpus_dir, base, lora):
+    run = lora
     ran = nmt(*tiny_train_args(tmp_path / "child", corpus_dir, *TINY_TRANSFORMER,
                                f"train.init_from={run}"))  # fmt: skip
     assert ran.returncode == 2 and "nmt adapter merge" in ran.stderr
@@ -167,8 +172,8 @@ def test_adapters_train_on_an_imported_marian_model_and_merge_back(tmp_path, cor
     assert translate("--checkpoint", merged) == translate("--checkpoint", tmp_path / "run")
 
 
-def test_an_adapter_run_teaches_a_student_as_any_checkpoint_does(tmp_path, corpus_dir, base):
-    run = adapter_run(tmp_path / "lora", corpus_dir, base, *LORA)
+def test_an_adapter_run_teaches_a_student_as_any_checkpoint_does(tmp_path, corpus_dir, lora):
+    run = lora
     out = tmp_path / "distilled"
     ran = nmt("distill", "--checkpoint", run, "--out", out, "--beam", "1")
     assert ran.returncode == 0, ran.stderr
