@@ -1,8 +1,8 @@
 """The model kinds the pairwise test (tests/test_option_pairs.py) translates with: untrained
 tiny checkpoints of every architecture, attention and language layout, each beside its
 shortlist and a second model of its kind (its weights perturbed) for ensembles; a chain of
-two; a bf16-trained run; a CTranslate2 export; LoRA and bottleneck adapter checkpoints on
-the Transformer, which find their base themselves; a model that reads fuzzy matches. Built
+two; a bf16-trained run; a CTranslate2 export; a LoRA adapter checkpoint on the
+Transformer, which finds its base itself; a model that reads fuzzy matches. Built
 once per session, under pytest-xdist by the first worker to ask, in a directory every worker
 reads.
 
@@ -67,7 +67,6 @@ KINDS = {
     "ctranslate2": Kind(engine="ctranslate2"),  # the Transformer, exported
     "fuzzy": Kind(),  # trained to read fuzzy matches (data.fuzzy_matches): --tm appends them
     "lora": Kind(),  # adapters on the Transformer: its embeddings and output too
-    "bottleneck": Kind(),
 }
 
 TWO_WAY = ("data.directions=[en-de,de-en]",)
@@ -91,10 +90,8 @@ CONFIGS = {
     "multi_transformer": (*THREE_WAY, *TINY_TRANSFORMER),
     "fuzzy": ("data.fuzzy_matches.threshold=0.5",),
 }
-ADAPTERS = {  # on the Transformer
-    "lora": ("train.adapters.targets=[attention,feed_forward,embeddings,output]",),
-    "bottleneck": ("train.adapters.type=bottleneck", "train.adapters.size=4"),
-}
+# on the Transformer (bottlenecks: tests/train/test_adapter_runs.py, tests/serve)
+ADAPTERS = {"lora": ("train.adapters.targets=[attention,feed_forward,embeddings,output]",)}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -122,6 +122,8 @@ def _tokens(text: str, kind: MarkupKind) -> list[_Token]:
         tokens.append(_Token(_kind(event, name, attrs, kind), raw, name))
     if kind == "xml":
         _check_nesting(tokens, text)
+        if text.lstrip().startswith("<?xml"):  # a whole document, not a line's markup
+            _structural(tokens)
     return _enclosed(tokens)
 
 
@@ -197,6 +199,39 @@ def _enclosed(tokens: list[_Token]) -> list[_Token]:
         merged.append(_Token("raw" if token.kind == "raw_open" else "verbatim", raw, token.name))
         index = end + 1
     return merged
+
+
+def _structural(tokens: list[_Token]) -> None:
+    """An XML document (one that opens with its declaration) names no blocks, so its
+    structure decides: an element whose parent holds text
+    of its own (mixed content: a paragraph's) is inline; one whose parent holds only
+    elements and spaces (a document's sections, a list's items) is a block, which ends a
+    sentence, and so is an empty element there. Changes the tokens' kinds in place; what a
+    verbatim element holds stays as it is."""
+    frames: list[list] = [[None, False]]  # per open element: its open token, holds text
+    elements: list[tuple[int, int | None, list]] = []  # open, close (None: void), parent
+    verbatim = 0  # depth inside a verbatim element
+    for index, token in enumerate(tokens):
+        closing = token.kind in ("close", "block") and token.raw.startswith("</")
+        if verbatim:
+            verbatim += (token.kind in ("open", "verbatim_open")) - closing
+            continue
+        if token.kind == "verbatim_open":
+            verbatim = 1
+        elif token.kind == "open":
+            frames.append([index, False])
+        elif closing:
+            opened, _ = frames.pop()
+            elements.append((opened, index, frames[-1]))
+        elif token.kind == "void":
+            elements.append((index, None, frames[-1]))
+        elif token.kind == "text" and token.raw.strip():
+            frames[-1][1] = True
+    for opened, closed, parent in elements:
+        if not parent[1]:
+            tokens[opened].kind = "block"
+            if closed is not None:
+                tokens[closed].kind = "block"
 
 
 def _check_nesting(tokens: list[_Token], text: str) -> None:
