@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from serving import serving_app
 
-from conftest import TINY_TRANSFORMER, nmt, tiny_train_args
+from conftest import TINY_TRANSFORMER, tiny_experiment, write_adapter, write_checkpoint
 from nmt.errors import UserError
 from nmt.serve.loading import load_models
 from nmt.serve.server import create_app
@@ -17,28 +17,23 @@ from nmt.translate.translator import Translator
 SENTENCES = ["the dog sees the cat.", "a small bird sleeps."]
 
 
-def train(run_dir: Path, corpus: Path, *extra: str) -> Path:
-    ran = nmt(*tiny_train_args(run_dir, corpus, *TINY_TRANSFORMER, *extra))
-    assert ran.returncode == 0, ran.stderr
-    return run_dir
-
-
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, corpus_dir) -> dict[str, Path]:
+def runs(tmp_path_factory, corpus_dir, tokenizer) -> dict[str, Path]:
+    """A tiny Transformer, a LoRA and a bottleneck adapter on it (weights drawn at random,
+    as if trained), and another model."""
     root = tmp_path_factory.mktemp("served_adapters")
-    base = train(root / "base", corpus_dir)
-    adapted = (f"train.init_from={base}", "train.lr=0.03")
+    config = tiny_experiment(corpus_dir, *TINY_TRANSFORMER)
+    base = write_checkpoint(root / "base.pt", config, tokenizer)
+    adapted = (*TINY_TRANSFORMER, f"train.init_from={base}")
+    lora = tiny_experiment(corpus_dir, *adapted, "train.adapters.rank=4")
+    bottleneck = tiny_experiment(
+        corpus_dir, *adapted, "train.adapters.type=bottleneck", "train.adapters.size=8"
+    )
     return {
         "base": base,
-        "lora": train(root / "lora", corpus_dir, *adapted, "train.adapters.rank=4"),
-        "bottleneck": train(
-            root / "bottleneck",
-            corpus_dir,
-            *adapted,
-            "train.adapters.type=bottleneck",
-            "train.adapters.size=8",
-        ),
-        "other": train(root / "other", corpus_dir, "train.seed=5"),
+        "lora": write_adapter(root / "lora.pt", base, lora),
+        "bottleneck": write_adapter(root / "bottleneck.pt", base, bottleneck),
+        "other": write_checkpoint(root / "other.pt", config, tokenizer, seed=5),
     }
 
 
