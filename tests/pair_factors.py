@@ -82,7 +82,6 @@ NOT_MARKED = {"nbest", "alignments", "plots", "constraints", "prefix"}
 NOT_WITH_MEMORY = {"alignments", "plots", "constraints", "prefix", "through", "markup", "document"}
 SEARCHES = {"eval": ("greedy", "beam"), "distill": ("greedy", "beam"), "serve": ("greedy", "beam")}
 ENTRIES = {"ctranslate2": {"translate"}, "chain": {"translate", "python", "serve"}}
-ENTRIES["fuzzy"] = {"translate", "python", "serve", "eval"}  # those that take a memory
 # what CTranslate2 does not decode (it is refused: REFUSALS)
 NOT_CTRANSLATE2 = {"alignments", "plots", "constraints", "coverage", "ensemble", "through", "tm"}
 

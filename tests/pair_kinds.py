@@ -2,9 +2,9 @@
 tiny checkpoints of every architecture, attention and language layout, each beside its
 shortlist and a second model of its kind (its weights perturbed) for ensembles; a chain of
 two; a bf16-trained run; a CTranslate2 export; a LoRA adapter checkpoint on the
-Transformer, which finds its base itself; a model that reads fuzzy matches. Built
-once per session, under pytest-xdist by the first worker to ask, in a directory every worker
-reads.
+Transformer, which finds its base itself (a model that reads fuzzy matches:
+tests/translate/test_memory_translation.py). Built once per session, under pytest-xdist by
+the first worker to ask, in a directory every worker reads.
 
 Each kind carries one more feature where it costs no case of its own: the copy RNN attends
 with coverage, the two-way models with sparsemax and hard attention, the pivoting one with
@@ -65,7 +65,6 @@ KINDS = {
     "bf16_trained": Kind(),
     "chain": Kind(pivot="de", chain=True),  # rnnsearch (en-de), then a de-xx model
     "ctranslate2": Kind(engine="ctranslate2"),  # the Transformer, exported
-    "fuzzy": Kind(),  # trained to read fuzzy matches (data.fuzzy_matches): --tm appends them
     "lora": Kind(),  # adapters on the Transformer: its embeddings and output too
 }
 
@@ -88,7 +87,6 @@ CONFIGS = {
     "decoder_bos": (*TWO_WAY, "data.tags=decoder_bos", "model.attention.normaliser=hard"),
     "pivoting": (*THREE_WAY, "model.attention.window=2"),
     "multi_transformer": (*THREE_WAY, *TINY_TRANSFORMER),
-    "fuzzy": ("data.fuzzy_matches.threshold=0.5",),
 }
 # on the Transformer (bottlenecks: tests/train/test_adapter_runs.py, tests/serve)
 ADAPTERS = {"lora": ("train.adapters.targets=[attention,feed_forward,embeddings,output]",)}
