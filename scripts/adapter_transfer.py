@@ -90,7 +90,8 @@ def main() -> None:
     common = [f"data.path={data}", "train.max_minutes=null"]
     two_way = runs / "tokenizer"
     train(two_way, [*common, "train.max_steps=1", "data.directions=[cs-en,de-en]",
-                    "data.max_pairs={cs-en: 5000}"])  # fmt: skip
+                    "data.max_pairs={cs-en: 5000}", "data.splits.test=null",
+                    "train.valid_max_sentences=10"])  # fmt: skip
     spm = two_way / "spm.model"
     parent = runs / "parent"
     measured = train(parent, [*common, f"train.max_steps={args.parent_steps}",
