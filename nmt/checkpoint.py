@@ -144,6 +144,18 @@ def whole_model(payload: dict, path: Path, command: str) -> dict:
     return payload
 
 
+def adapter_payload(path: Path, named: str, instead: str) -> dict:
+    """The adapter checkpoint at `path` (`named`: how messages call it), refused where it
+    is a whole model, saying what to do `instead`."""
+    payload = load_checkpoint(path)
+    if "base" not in payload:
+        raise UserError(
+            f"{named} {path} is a whole model, not an adapter checkpoint (a run of "
+            f"train.adapters writes those): {instead}."
+        )
+    return payload
+
+
 def weights_digest(weights: dict[str, torch.Tensor]) -> str:
     """A content hash (sha256) of a model's weights, their names, types and shapes: what
     an adapter checkpoint knows its base by, wherever the base's file has moved."""

@@ -232,6 +232,16 @@ def tiny_train_args(run_dir: Path, corpus: Path | str, *extra: str) -> list[str]
     return [*map(str, args), *set_options(*tiny_overrides(corpus, *extra))]
 
 
+@pytest.fixture(scope="session")
+def memory_file(corpus_dir, tmp_path_factory) -> Path:
+    """A translation memory (nmt tm build) of the tiny corpus's train split, en-de."""
+    path = tmp_path_factory.mktemp("tm") / "tm.npz"
+    ran = nmt("tm", "build", "--data", corpus_dir, "--src-lang", "en", "--tgt-lang", "de",
+              "--out", path)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return path
+
+
 @pytest.fixture
 def tiny_config(corpus_dir) -> Experiment:
     return tiny_experiment(corpus_dir)

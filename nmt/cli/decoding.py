@@ -120,19 +120,8 @@ def translate(
         _check_output_first(output, input, constraints, prefix, checkpoint, then, adapter, tm)
         with contextlib.ExitStack() as files:
             source, terms, starts = _line_inputs(files, document, input, constraints, prefix)
-            translator = _translator(
-                engine,
-                checkpoint,
-                model,
-                quantize,
-                workers,
-                tgt_lang,
-                attention_layer,
-                then,
-                adapter,
-                tm,
-                decode,
-            )
+            translator = _translator(engine, checkpoint, model, quantize, workers, tgt_lang,
+                                     attention_layer, then, adapter, tm, decode)  # fmt: skip
             if output is not None:  # and every file opened since: a shortlist, a model's files
                 check_output(output, "--output")
             if document is not None:

@@ -10,7 +10,13 @@ from typing import Any
 
 import torch
 
-from nmt.checkpoint import checkpoint_file, load_checkpoint, translation_weights, weights_digest
+from nmt.checkpoint import (
+    adapter_payload,
+    checkpoint_file,
+    load_checkpoint,
+    translation_weights,
+    weights_digest,
+)
 from nmt.config import checkpoint_config
 from nmt.data.memory import TranslationMemory
 from nmt.errors import UserError
@@ -82,12 +88,7 @@ def add_adapter(
     sharing them: its own config and decode settings, its base's precision."""
     name, path = parse_spec(spec, "--adapter")
     path = checkpoint_file(path)
-    payload = load_checkpoint(path)
-    if "base" not in payload:
-        raise UserError(
-            f"--adapter {spec}: {path} is a whole model, not an adapter checkpoint; serve it "
-            "with --checkpoint."
-        )
+    payload = adapter_payload(path, f"--adapter {spec}:", "serve it with --checkpoint")
     digest = payload["base"]["digest"]
     base_id = next((i for i, found in digests.items() if found == digest), None)
     if base_id is None:

@@ -7,7 +7,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from nmt.checkpoint import checkpoint_file, load_checkpoint, restore_model, save_checkpoint
+from nmt.checkpoint import (
+    adapter_payload,
+    checkpoint_file,
+    restore_model,
+    save_checkpoint,
+)
 from nmt.config import config_to_dict
 from nmt.errors import UserError
 from nmt.model.adapters import has_adapters, merged
@@ -18,12 +23,7 @@ def merge_adapter(adapter: Path, output: Path, base: Path | None = None) -> dict
     """Writes `adapter` (an adapter checkpoint) merged into its base (`base`, else the one
     it names) to `output`; the payload written."""
     adapter = checkpoint_file(adapter)
-    payload = load_checkpoint(adapter)
-    if "base" not in payload:
-        raise UserError(
-            f"{adapter} is a whole model, not an adapter checkpoint (a run of train.adapters "
-            "writes those): there is nothing to merge."
-        )
+    payload = adapter_payload(adapter, "ADAPTER", "there is nothing to merge")
     model, tokenizer, config = restore_model(payload, adapter, base)
     merged(model)
     if has_adapters(model):

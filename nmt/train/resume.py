@@ -7,17 +7,24 @@ number generator, the unlogged loss window and how many lines metrics.jsonl had.
 restores all of it, so a run cut in two ends with the same parameters as one run straight
 through (on the same device and with the same number of processes).
 
-This module checks that a run can be resumed with the config given (the RNG streams are
-nmt/train/rng.py's, the stop request nmt/train/signals.py's).
+This module checks that a run can be resumed with the config given, and puts a Trainer back
+where last.pt left it (the RNG streams are nmt/train/rng.py's, the stop request
+nmt/train/signals.py's).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+
 from nmt.checkpoint import load_checkpoint, remove_temporaries
 from nmt.config import Experiment, checkpoint_config, config_differences, config_to_dict
 from nmt.errors import UserError
+from nmt.model.adapters import load_trained_state
+from nmt.train.progress import Progress
+from nmt.train.report import LossWindow
+from nmt.train.rng import set_rng_state
 
 # Keys that may change when a run is resumed: budgets, and settings that leave the
 # trained function and the data order alone.
@@ -99,3 +106,22 @@ def resume_point(run_dir: Path, config: Experiment) -> dict:
     check_resumable(payload, config, path)
     remove_temporaries(run_dir)
     return payload
+
+
+def restore_training(trainer, payload: dict) -> None:
+    """Continues `trainer` (a Trainer) from `payload`, its last.pt: weights (an adapter
+    run's adapters), optimizer, scaler, progress, loss window, RNG streams."""
+    training = payload["training"]
+    load_trained_state(trainer.model, payload["model"])
+    if trainer.ema is not None:
+        trainer.ema.load_state_dict({"weights": payload["ema"], "updates": training["ema_updates"]})
+    trainer.optimizer.load_state_dict(training["optimizer"])
+    trainer.precision.scaler.load_state_dict(training["scaler"])
+    trainer.progress = Progress(**training["progress"])
+    trainer.window = LossWindow(**training["window"])
+    generators, ranks = training["rng"], trainer.ranks
+    if len(generators) == ranks.world:
+        set_rng_state(generators[ranks.rank])
+    else:  # another number of processes: the data position holds, the streams cannot
+        set_rng_state(generators[0])
+        torch.manual_seed(trainer.config.train.seed + 1_000 * trainer.progress.step + ranks.rank)

@@ -22,7 +22,6 @@ from nmt.config import Experiment, TrainConfig
 from nmt.data.batching import Batch, make_batch
 from nmt.data.corpus import Corpus
 from nmt.errors import UserError
-from nmt.model.adapters import load_trained_state
 from nmt.model.normalisers import anneal_hard_attention
 from nmt.model.seq2seq import Seq2Seq
 from nmt.terminal import clear_line
@@ -35,7 +34,8 @@ from nmt.train.optim import build_optimizer, lr_at, set_lr
 from nmt.train.precision import Precision
 from nmt.train.progress import Outcome, Progress, ending
 from nmt.train.report import LossWindow, Reporter, show_progress
-from nmt.train.rng import rng_state, set_rng_state
+from nmt.train.resume import restore_training
+from nmt.train.rng import rng_state
 from nmt.train.signals import StopRequest
 from nmt.train.validation import Validator
 
@@ -54,10 +54,8 @@ class Trainer:
         device: torch.device | None = None,
         ranks: Ranks | None = None,
         resume_from: dict | None = None,
-        base: dict | None = None,
+        base: dict | None = None,  # an adapter run's base_reference (nmt/checkpoint.py)
     ):
-        """`base`: an adapter run's base_reference (nmt/checkpoint.py), which its
-        checkpoints carry."""
         self.config = config
         self.run_dir = run_dir
         self.corpus = corpus
@@ -81,7 +79,7 @@ class Trainer:
         self.backtranslation = OnlineBacktranslation(config, corpus.tokenizer, self.ranks.rank)
         self.progress, self.window, self.stop = Progress(), LossWindow(), StopRequest()
         if resume_from is not None:
-            self.restore(resume_from)
+            restore_training(self, resume_from)
         self.report = Reporter(
             run_dir, config.train.tensorboard, self.ranks.is_main, first_step=self.progress.step
         )
@@ -215,25 +213,6 @@ class Trainer:
             "world": self.ranks.world,
             "ema_updates": self.ema.updates if self.ema is not None else 0,
         }
-
-    def restore(self, payload: dict) -> None:
-        """Continues from last.pt: weights, optimizer, scaler, progress, loss window, RNG."""
-        training = payload["training"]
-        load_trained_state(self.model, payload["model"])
-        if self.ema is not None:
-            self.ema.load_state_dict(
-                {"weights": payload["ema"], "updates": training["ema_updates"]}
-            )
-        self.optimizer.load_state_dict(training["optimizer"])
-        self.precision.scaler.load_state_dict(training["scaler"])
-        self.progress = Progress(**training["progress"])
-        self.window = LossWindow(**training["window"])
-        generators = training["rng"]
-        if len(generators) == self.ranks.world:
-            set_rng_state(generators[self.ranks.rank])
-        else:  # another number of processes: the data position holds, the streams cannot
-            set_rng_state(generators[0])
-            torch.manual_seed(self.config.train.seed + 1_000 * self.progress.step + self.ranks.rank)
 
     def _log(self) -> None:
         progress = self.progress

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from nmt.checkpoint import adapt, checkpoint_file, load_checkpoint, restore_model
+from nmt.checkpoint import adapt, adapter_payload, checkpoint_file, load_checkpoint, restore_model
 from nmt.config import ConfigError, DecodeConfig, Experiment
 from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
@@ -65,12 +65,7 @@ def adapted_model(bases: list[Path], adapter: Path) -> tuple:
             "name its base alone with --checkpoint (an ensemble of adapted models: merge "
             "each with nmt adapter merge and ensemble the results)."
         )
-    payload = load_checkpoint(adapter)
-    if "base" not in payload:
-        raise UserError(
-            f"--adapter {adapter} is a whole model, not an adapter checkpoint (a run of "
-            "train.adapters writes those): translate it with --checkpoint alone."
-        )
+    payload = adapter_payload(adapter, "--adapter", "translate it with --checkpoint alone")
     return restore_model(payload, adapter, bases[0])
 
 

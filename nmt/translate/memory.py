@@ -54,11 +54,14 @@ def remembers(translator, tgt_lang: str | None) -> bool:
 
 
 def check_memory_call(translator, options: dict, tgt_lang: str | None) -> None:
-    """A UserError where a call of `translator`, which has a memory, asks for what cannot go
-    with one (`options`: refused_with_memory) or for another language than the one its
-    memory's targets are in (`tgt_lang`, None: the translator's own)."""
-    refused_with_memory(options)
+    """A UserError where a call of `translator` with a memory asks for what cannot go with
+    one (`options`: refused_with_memory) or for another language than the one its memory's
+    targets are in (`tgt_lang`, None: the translator's own); nothing for a translator
+    without one."""
     memory = translator.memory
+    if memory is None:
+        return
+    refused_with_memory(options)
     languages = translator.target_languages
     target = tgt_lang or translator.tgt_lang or languages[0]
     if target != memory.tgt_lang:

@@ -103,17 +103,14 @@ class Translator:
         memory: PathLike | None = None,
         **decode: Any,
     ) -> Translator:
-        """One checkpoint, or several as an ensemble (every step averages them); a .pt file
-        or a run directory (its best.pt). `device` "auto": CUDA when torch sees one, unless
-        `quantize` "int8" (CPU: nmt/translate/quantize.py). `workers`: batches side by side
-        (None: one per core on a CPU). `attention_layer`: a Transformer's layer that
-        alignments and plots show. `tgt_lang`: the language to write, of several. `decode`
-        replaces the first checkpoint's decode settings (beam=5, shortlist=50, precision=
-        "bf16", through="en", ...). `then`: a checkpoint translating on from these
-        translations, a chain of two (nmt/translate/pivot.py). `adapter`: an adapter
-        checkpoint (train.adapters) for the one checkpoint, its base. `memory`: a
-        translation memory (nmt tm build) its exact matches come from, and its fuzzy ones
-        where the model reads them (nmt/translate/memory.py); docs/python.md says more."""
+        """One checkpoint (a .pt file or a run directory's best.pt), or several as an
+        ensemble. `device` "auto": CUDA when torch sees one, unless `quantize` "int8".
+        `workers`: batches side by side (None: one per core on a CPU). `attention_layer`:
+        what alignments and plots show; `tgt_lang`: the language to write, of several;
+        `decode` replaces decode settings (beam=5, precision="bf16", ...); `then`: a
+        second checkpoint, a chain (nmt/translate/pivot.py); `adapter`: an adapter
+        checkpoint on the one checkpoint, its base; `memory`: a translation memory
+        (nmt/translate/memory.py). docs/python.md says each in full."""
         model = load_model(checkpoints, device, quantize, attention_layer, adapter)
         loaded = _loaded(cls, checkpoints, model, quantize, workers, decode)
         loaded.tgt_lang = tgt_lang
@@ -228,9 +225,8 @@ class Translator:
         decode = decode_settings(self.decode, {**options, "through": through})
         wanted = dict(alignments=alignments, attention=attention, batch_size=batch_size)
         args = (lines, tgt_lang, src_lang, wanted, constraints, prefix, chunk, done, first)
-        if self.memory is not None:  # a pivot's legs into other languages go without it
-            given = {"through": decode.through, **wanted, "constraints": constraints}
-            check_memory_call(self, {**given, "prefix": prefix}, tgt_lang)
+        given = {"through": decode.through, **wanted, "constraints": constraints}
+        check_memory_call(self, {**given, "prefix": prefix}, tgt_lang)
         routed = pivoting.routed_stream(self, decode, *args)
         return routed if routed is not None else _searched(self, decode, *args)
 

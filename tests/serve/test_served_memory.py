@@ -5,21 +5,12 @@ field."""
 import pytest
 from serving import serving_app
 
-from conftest import make_translator, nmt, tiny_experiment
+from conftest import make_translator, tiny_experiment
 from nmt.data.memory import TranslationMemory
 from nmt.errors import UserError
 from nmt.serve.catalog import ServedModel
 from nmt.serve.loading import load_models
 from nmt.serve.server import create_app
-
-
-@pytest.fixture(scope="module")
-def memory_file(corpus_dir, tmp_path_factory):
-    path = tmp_path_factory.mktemp("tm") / "tm.npz"
-    ran = nmt("tm", "build", "--data", corpus_dir, "--src-lang", "en", "--tgt-lang", "de",
-              "--out", path)  # fmt: skip
-    assert ran.returncode == 0, ran.stderr
-    return path
 
 
 def test_the_server_flags_exact_matches_and_refuses_what_a_memory_cannot_go_with(

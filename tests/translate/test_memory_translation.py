@@ -15,15 +15,6 @@ from nmt.errors import UserError
 from nmt.translate.translator import Translator
 
 
-@pytest.fixture(scope="module")
-def memory_file(corpus_dir, tmp_path_factory):
-    path = tmp_path_factory.mktemp("tm") / "tm.npz"
-    ran = nmt("tm", "build", "--data", corpus_dir, "--src-lang", "en", "--tgt-lang", "de",
-              "--out", path)  # fmt: skip
-    assert ran.returncode == 0, ran.stderr
-    return path
-
-
 def lines(corpus_dir) -> list[str]:
     """Two training sources (exact matches, one respaced) and two test sources."""
     train = (corpus_dir / "train.en").read_text("utf-8").splitlines()
