@@ -2,9 +2,10 @@
 
 Heavy libraries (torch, datasets, sacrebleu) are imported inside the commands, so
 `nmt --help` and argument errors answer at once. The commands live in training.py,
-adapting.py, decoding.py, distilling.py, cleaning.py, serving.py, exporting.py,
-shortlisting.py and memory.py, the options they share in options.py; they are registered
-here, in the order `nmt --help` lists them.
+adapting.py, translating.py, evaluating.py, scoring.py, distilling.py, cleaning.py,
+serving.py, exporting.py, shortlisting.py and memory.py, the options they share in
+options.py and decoding_options.py; they are registered here, in the order `nmt --help`
+lists them.
 """
 
 import typer
@@ -12,13 +13,15 @@ import typer
 from nmt.cli import (
     adapting,
     cleaning,
-    decoding,
     distilling,
+    evaluating,
     exporting,
     memory,
+    scoring,
     serving,
     shortlisting,
     training,
+    translating,
 )
 
 app = typer.Typer(
@@ -29,9 +32,9 @@ app = typer.Typer(
     help="Train, run and score attention-based neural machine translation models.",
 )
 app.command()(training.train)
-app.command()(decoding.translate)
-app.command(name="eval")(decoding.evaluate)
-app.command()(decoding.score)
+app.command()(translating.translate)
+app.command(name="eval")(evaluating.evaluate)
+app.command()(scoring.score)
 app.command()(distilling.distill)
 app.command()(cleaning.clean)
 app.command()(training.average)

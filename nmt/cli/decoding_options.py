@@ -1,5 +1,6 @@
 """The options of `nmt translate` and `nmt eval` that no other command takes, each named
-and declared once (the ones commands share are in options.py)."""
+and declared once (the ones commands share are in options.py), and the groups of decode
+options the decoding commands take."""
 
 from __future__ import annotations
 
@@ -7,6 +8,15 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
+
+# The decode options' groups, by what they govern; each command's @decoding names the groups
+# it takes.
+SEARCH = ("batch_size", "beam", "alpha", "max_src_len", "max_len_extra", "no_repeat_ngram")
+COMPUTING = ("precision",)  # what the model computes in
+PIVOTING = ("through", "zero_shot", "pivot_candidates")  # a pivot language between the two
+SAMPLING = ("nbest", "sample", "temperature", "top_k", "top_p", "seed")
+RESTRICTING = ("shortlist", "restrict_to_target_language")  # which output pieces search scores
+GRID = ("beam", "alpha")  # what `nmt eval` scores a grid of, each option given several times
 
 EngineOption = Annotated[
     Literal["torch", "ctranslate2"],

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from nmt.cli.common import guarded
-from nmt.cli.decoding import COMPUTING, PIVOTING, RESTRICTING, SEARCH
+from nmt.cli.decoding_options import COMPUTING, PIVOTING, RESTRICTING, SEARCH
 from nmt.cli.options import QuantizeOption, WorkersOption, checkpoints_option, decoding
 from nmt.errors import UserError
 
