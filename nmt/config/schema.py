@@ -577,10 +577,13 @@ class AdapterConfig:
     layer (nmt/model/adapters.py). Defaults: docs/results.md, "Adapters"."""
 
     type: Literal["lora", "bottleneck"] = "lora"
-    rank: int = 8  # 3.6% of the recipe Transformer's parameters on attention + feed-forward
-    alpha: float = 16.0
+    rank: int = 16  # 8.9% of the recipe Transformer's parameters, on the default targets
+    alpha: float = 32.0
     dropout: float = 0.0
-    targets: list[AdapterTarget] = field(default_factory=lambda: ["attention", "feed_forward"])
+    # the embeddings too: a new language's pieces have embeddings its base never trained
+    targets: list[AdapterTarget] = field(
+        default_factory=lambda: ["attention", "feed_forward", "embeddings", "output"]
+    )
     size: int = 64
 
     def __post_init__(self) -> None:
