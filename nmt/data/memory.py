@@ -213,16 +213,19 @@ class TranslationMemory:
         chunks = [self.postings[self.starts[p] : self.starts[p + 1]] for p in places[read]]
         if not chunks:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        rows = np.concatenate(chunks)
-        shared = np.repeat(weights[read], sizes[read])
-        entries, inverse = np.unique(rows, return_inverse=True)
-        overlap = np.bincount(inverse, weights=shared) + unread
+        # counting by bincount, not by sorting the postings: a query of common words reads
+        # up to MAX_POSTINGS of them, and a sort of that many was most of a lookup's time
+        shared = np.bincount(np.concatenate(chunks), weights=np.repeat(weights[read], sizes[read]))
+        entries = np.flatnonzero(shared)
         longer = np.maximum(self.lengths[entries], len(query_words))
-        bounds = np.minimum(overlap, longer) / longer
+        bounds = np.minimum(shared[entries] + unread, longer) / longer
         keep = bounds >= threshold
         if exclude is not None:
             keep &= entries != exclude
         entries, bounds = entries[keep], bounds[keep]
+        if len(bounds) > MAX_RERANKED:  # only those that can be among the reranked are sorted
+            kth = np.partition(bounds, len(bounds) - MAX_RERANKED)[len(bounds) - MAX_RERANKED]
+            entries, bounds = entries[bounds >= kth], bounds[bounds >= kth]
         order = np.lexsort((entries, -bounds))
         return entries[order], bounds[order]
 
