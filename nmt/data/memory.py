@@ -224,8 +224,12 @@ class TranslationMemory:
             keep &= entries != exclude
         entries, bounds = entries[keep], bounds[keep]
         if len(bounds) > MAX_RERANKED:  # only those that can be among the reranked are sorted
-            kth = np.partition(bounds, len(bounds) - MAX_RERANKED)[len(bounds) - MAX_RERANKED]
-            entries, bounds = entries[bounds >= kth], bounds[bounds >= kth]
+            # the level (in thousandths) the best MAX_RERANKED reach, from a histogram: a
+            # partition of bounds this tied took longer than the rest of the lookup
+            levels = (bounds * 1000).astype(np.int64)
+            reaching = np.cumsum(np.bincount(levels, minlength=1001)[::-1])[::-1]
+            level = np.flatnonzero(reaching >= MAX_RERANKED)[-1]
+            entries, bounds = entries[levels >= level], bounds[levels >= level]
         order = np.lexsort((entries, -bounds))
         return entries[order], bounds[order]
 
