@@ -1,10 +1,13 @@
-"""What a translation memory buys: a model trained with data.fuzzy_matches (Neural Fuzzy
-Repair) and one without, the same config and steps, each translating valid and test with
-and without the memory of the train split; BLEU overall and per band of each source's best
-match (exact, 90-100, 70-90, 50-70, no match), and sentences/s with and without.
+"""What a translation memory buys: models trained with data.fuzzy_matches (Neural Fuzzy
+Repair; augmented sources in place of the originals, or added to them: keep_originals) and
+one without, the same config and steps, each translating valid and test with and without
+the memory of the train split; BLEU overall (a paired bootstrap p-value against the model
+without matches translating without the memory) and per band of each source's best match
+(exact, 90-100, 70-90, 50-70, no match), and sentences/s (the median of --repeats).
 
     python scripts/memory_eval.py --data DIR [--src-lang de --tgt-lang en] [--steps 1750]
-        [--config configs/multi30k_de_en_best.yaml] [--runs DIR] [--set KEY=VALUE ...]
+        [--config configs/multi30k_de_en_best.yaml] [--runs DIR] [--repeats 3]
+        [--set KEY=VALUE ...]
 
 The memory is built from the train split (nmt tm build); the runs train one after another
 and are kept (run it again to reuse them). Prints one JSON line per run and setting.
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -33,6 +37,7 @@ def main() -> None:
     parser.add_argument("--config", default="configs/multi30k_de_en_best.yaml")
     parser.add_argument("--steps", type=int, default=1750)
     parser.add_argument("--runs", type=Path, default=Path("runs/memory_eval"))
+    parser.add_argument("--repeats", type=int, default=3, help="timed translations, median")
     parser.add_argument("--set", action="append", default=[], dest="amend")
     args = parser.parse_args()
     data, runs = args.data.resolve(), args.runs
@@ -44,7 +49,12 @@ def main() -> None:
     common = [f"data.path={data}", f"data.src_lang={args.src_lang}",
               f"data.tgt_lang={args.tgt_lang}", f"train.max_steps={args.steps}",
               "train.max_minutes=null", *args.amend]  # fmt: skip
-    systems = {"plain": common, "fuzzy": [*common, "data.fuzzy_matches.threshold=0.5"]}
+    fuzzy = [*common, "data.fuzzy_matches.threshold=0.5"]
+    systems = {
+        "plain": common,
+        "fuzzy": fuzzy,
+        "fuzzy_originals": [*fuzzy, "data.fuzzy_matches.keep_originals=true"],
+    }
     for name, sets in systems.items():
         run_dir = runs / name
         if not (run_dir / "done").exists():
@@ -53,29 +63,35 @@ def main() -> None:
             nmt("train", "--config", args.config, *options, "--run-dir", str(run_dir), *resume)
             (run_dir / "done").touch()
     from nmt.data.memory import TranslationMemory
-    from nmt.scoring import score
+    from nmt.scoring import compare
     from nmt.translate.memory import band_scores
     from nmt.translate.translator import Translator
 
     memory = TranslationMemory.load(memory_file)
-    splits = {"valid": "val", "test": "test_2016_flickr"}
-    for name in systems:
-        for with_memory in (False, True):
-            translator = Translator.load(
-                runs / name, memory=memory_file if with_memory else None, beam=5
-            )
-            for split, stem in splits.items():
-                sources = (data / f"{stem}.{args.src_lang}").read_text("utf-8").splitlines()
-                references = (data / f"{stem}.{args.tgt_lang}").read_text("utf-8").splitlines()
-                started = time.perf_counter()
-                hypotheses = [t.text for t in translator.translate(sources)]
-                seconds = time.perf_counter() - started
-                print(json.dumps({
-                    "run": name, "memory": with_memory, "split": split,
-                    "bleu": round(score(hypotheses, references).bleu, 2),
-                    "sentences_per_s": round(len(sources) / seconds, 1),
-                    "bands": band_scores(memory, sources, hypotheses, references),
-                }), flush=True)  # fmt: skip
+    for split, stem in {"valid": "val", "test": "test_2016_flickr"}.items():
+        sources = (data / f"{stem}.{args.src_lang}").read_text("utf-8").splitlines()
+        references = (data / f"{stem}.{args.tgt_lang}").read_text("utf-8").splitlines()
+        outputs, speeds = {}, {}
+        for name in systems:
+            for with_memory in (False, True):
+                translator = Translator.load(
+                    runs / name, memory=memory_file if with_memory else None, beam=5
+                )
+                seconds = []
+                for _ in range(args.repeats):
+                    started = time.perf_counter()
+                    hypotheses = [t.text for t in translator.translate(sources)]
+                    seconds.append(time.perf_counter() - started)
+                outputs[name, with_memory] = hypotheses
+                speeds[name, with_memory] = len(sources) / statistics.median(seconds)
+        rows, _ = compare([(str(key), hyps) for key, hyps in outputs.items()], references)
+        for (name, with_memory), row in zip(outputs, rows, strict=True):
+            print(json.dumps({
+                "run": name, "memory": with_memory, "split": split, "bleu": row.bleu,
+                "bleu_p_against_plain": row.bleu_p,
+                "sentences_per_s": round(speeds[name, with_memory], 1),
+                "bands": band_scores(memory, sources, outputs[name, with_memory], references),
+            }), flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

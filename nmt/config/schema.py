@@ -69,10 +69,13 @@ class FuzzyMatchConfig:
     """Neural Fuzzy Repair (Bulte & Tezcan 2019; nmt/data/fuzzy_repair.py): a train pair
     whose source has a match in the rest of the train split scoring at least `threshold`
     (1 - word edit distance / longer length) trains, with probability `share`, on its source
-    followed by a separator and the match's target; `--tm` then feeds matches the same way."""
+    followed by a separator and the match's target; `--tm` then feeds matches the same way.
+    `keep_originals`: such a pair also trains as it was (Bulte & Tezcan's training set, the
+    original pairs and the augmented ones), so the model still reads every source alone."""
 
     threshold: float = 0.5
     share: float = 1.0
+    keep_originals: bool = False
 
     def __post_init__(self) -> None:
         _require(0 < self.threshold <= 1, "threshold", f"must be in (0, 1], got {self.threshold}")

@@ -19,7 +19,7 @@ from nmt.config import DataConfig, Experiment
 from nmt.data.cleaning import cleaned_pairs, cleaning, train_pairs
 from nmt.data.directions import balanced_lines, direction_name
 from nmt.data.fuzzy_repair import SYMBOLS as FUZZY_SYMBOLS
-from nmt.data.fuzzy_repair import repaired_sources
+from nmt.data.fuzzy_repair import repaired_pairs
 from nmt.data.markup_augment import SYMBOLS as MARKUP_SYMBOLS
 from nmt.data.markup_augment import with_markup
 from nmt.data.sources import (
@@ -106,8 +106,8 @@ def _repaired(text: ParallelText, config: Experiment) -> ParallelText:
     fuzzy = config.data.fuzzy_matches
     if fuzzy is None:
         return text
-    sources = repaired_sources(text.src, text.tgt, fuzzy, config.train.seed)
-    return dataclasses.replace(text, src=sources)
+    sources, targets = repaired_pairs(text.src, text.tgt, fuzzy, config.train.seed)
+    return dataclasses.replace(text, src=sources, tgt=targets)
 
 
 def own_symbols(data: DataConfig) -> tuple[str, ...]:

@@ -28,11 +28,12 @@ def with_match(source: str, target: str) -> str:
     return f"{source} {SEPARATOR} {target}"
 
 
-def repaired_sources(
+def repaired_pairs(
     sources: Sequence[str], targets: Sequence[str], fuzzy: FuzzyMatchConfig, seed: int
-) -> list[str]:
-    """`sources`, each with its best match among the other pairs appended where one
-    scores at least fuzzy.threshold, for a share fuzzy.share of them (drawn from `seed`)."""
+) -> tuple[list[str], list[str]]:
+    """The pairs, each source with its best match among the other pairs appended where one
+    scores at least fuzzy.threshold, for a share fuzzy.share of them (drawn from `seed`);
+    with fuzzy.keep_originals, the pairs as they were followed by the augmented ones."""
     memory = TranslationMemory.build(sources, targets, "", "")
     draw = random.Random(seed)
     repaired, bands = [], collections.Counter()
@@ -44,4 +45,12 @@ def repaired_sources(
     shown = ", ".join(f"{band} {count}" for band, count in sorted(bands.items()))
     reading = len(sources) - bands["no match"] - bands["not drawn"]
     log.info("data.fuzzy_matches: %d of %d sources read a match (%s)", reading, len(sources), shown)
-    return repaired
+    if not fuzzy.keep_originals:
+        return repaired, list(targets)
+    augmented = [
+        i for i, (read, source) in enumerate(zip(repaired, sources, strict=True)) if read != source
+    ]
+    return (
+        [*sources, *(repaired[i] for i in augmented)],
+        [*targets, *(targets[i] for i in augmented)],
+    )

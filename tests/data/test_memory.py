@@ -4,6 +4,8 @@ never an excluded one; it survives a round trip through its file, and a file tha
 one is refused by name. Training reads matches from the rest of the train split, never a
 pair's own."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from rapidfuzz.distance import Levenshtein
@@ -11,7 +13,7 @@ from rapidfuzz.distance import Levenshtein
 from conftest import nmt, write_parallel
 from nmt.config import FuzzyMatchConfig
 from nmt.data.demo import generate_pairs
-from nmt.data.fuzzy_repair import SEPARATOR, repaired_sources
+from nmt.data.fuzzy_repair import SEPARATOR, repaired_pairs
 from nmt.data.memory import TranslationMemory, band_of, words
 from nmt.errors import UserError
 
@@ -91,12 +93,29 @@ def test_training_pairs_read_matches_from_the_others_never_their_own():
     sources = [f"the dog {n} sees the cat number {n} today ." for n in range(40)]
     sources += [f"the dog {n} sees a cat number {n} today ." for n in range(40)]
     targets = [f"target {n}" for n in range(80)]
-    repaired = repaired_sources(sources, targets, FuzzyMatchConfig(threshold=0.5), seed=1)
+    repaired, kept = repaired_pairs(sources, targets, FuzzyMatchConfig(threshold=0.5), seed=1)
+    assert kept == targets
     for source, target, read in zip(sources, targets, repaired, strict=True):
         original, separator, appended = read.partition(f" {SEPARATOR} ")
         assert original == source and separator and appended != target
-    halved = repaired_sources(sources, targets, FuzzyMatchConfig(share=0.5), seed=1)
+    halved, _ = repaired_pairs(sources, targets, FuzzyMatchConfig(share=0.5), seed=1)
     assert 20 < sum(SEPARATOR in read for read in halved) < 60
+
+
+def test_keeping_originals_trains_each_pair_as_it_was_and_then_its_augmented_copy():
+    sources = [f"the dog {n} sees the cat ." for n in range(6)] + ["nothing alike here"]
+    targets = [f"target {n}" for n in range(7)]
+    fuzzy = FuzzyMatchConfig(share=0.5, keep_originals=True)
+    read, kept = repaired_pairs(sources, targets, fuzzy, seed=3)
+    replaced, _ = repaired_pairs(
+        sources, targets, dataclasses.replace(fuzzy, keep_originals=False), seed=3
+    )
+    augmented = [
+        i for i, (one, source) in enumerate(zip(replaced, sources, strict=True)) if one != source
+    ]
+    assert 0 < len(augmented) < 6
+    assert read == sources + [replaced[i] for i in augmented]
+    assert kept == targets + [targets[i] for i in augmented]
 
 
 def test_nmt_tm_build_writes_a_memory_of_a_split_and_never_over_its_input(tmp_path, pairs):
