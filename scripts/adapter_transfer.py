@@ -10,7 +10,8 @@ pair" (full fine-tuning at lr 0.0005: 31.0 test BLEU there).
 3. children on the first 5,000 cs-en pairs, --child-steps (580) each, one after another:
    full (every weight, lr 0.0005), lora4, lora8, lora16, lora64 (attention and feed-forward,
    alpha 2r, lr 0.002), bottleneck (64 units, lr 0.002), and lora8_embeddings and
-   lora16_embeddings (the embeddings and output layer adapted too);
+   lora16_embeddings (the embeddings and output layer adapted too; the latter at lr 0.004
+   too);
 4. each child's valid BLEU at beam 5 and alpha 0.6, 1.0 and 1.5, the best alpha on test.
 
 Prints one JSON line per child: minutes of training, peak RSS of its training process,
@@ -44,6 +45,8 @@ CHILDREN = {
 WITH_EMBEDDINGS = "train.adapters.targets=[attention,feed_forward,embeddings,output]"
 CHILDREN["lora8_embeddings"] = [*CHILDREN["lora8"], WITH_EMBEDDINGS]
 CHILDREN["lora16_embeddings"] = [*CHILDREN["lora16"], WITH_EMBEDDINGS]
+# LoRA's learning rate, on valid: twice the one above
+CHILDREN["lora16_embeddings_lr0.004"] = [*CHILDREN["lora16_embeddings"], "train.lr=0.004"]
 ALPHAS = ("0.6", "1.0", "1.5")
 CONFIG = "configs/multi30k_de_en_transformer.yaml"
 
