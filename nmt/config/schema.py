@@ -587,6 +587,9 @@ class AdapterConfig:
     targets: list[AdapterTarget] = field(
         default_factory=lambda: ["attention", "feed_forward", "embeddings", "output"]
     )
+    # another rank for some of the targets, at the same scale alpha / rank: e.g.
+    # {embeddings: 48, output: 48}, room for a new language's pieces beside narrower layers
+    ranks: dict[str, int] = field(default_factory=dict)
     size: int = 64
 
     def __post_init__(self) -> None:
@@ -594,8 +597,19 @@ class AdapterConfig:
         _require(self.alpha > 0, "alpha", f"must be positive, got {self.alpha}")
         _probability(self, "dropout")
         _require(bool(self.targets), "targets", "must name at least one kind of weight")
+        for target, rank in self.ranks.items():
+            _require(
+                target in self.targets,
+                f"ranks.{target}",
+                f"names no target of train.adapters.targets ({', '.join(self.targets)})",
+            )
+            _require(
+                isinstance(rank, int) and rank > 0,
+                f"ranks.{target}",
+                f"must be a positive integer, got {rank}",
+            )
         lora = self.type == "lora"
-        for key in ("rank", "alpha", "dropout", "targets"):
+        for key in ("rank", "alpha", "dropout", "targets", "ranks"):
             users = "only type lora uses it, not bottleneck"
             _unused(self, key, lora, users, "set type: lora")
         users = "only type bottleneck uses it, not lora"

@@ -1,6 +1,7 @@
 """Adapters on a frozen model (`train.adapters`). Low-rank adapters (LoRA, Hu et al. 2021):
-each chosen weight matrix W [out, in] becomes W + (alpha / rank) B A, with A (rank x in)
-drawn as nn.Linear draws its weights and B (out x rank) zero; `merged` folds them into W for
+each chosen weight matrix W [out, in] becomes W + (alpha / rank) B A, with A (r x in)
+drawn as nn.Linear draws its weights and B (out x r) zero, r the rank (or its target's
+own, `ranks`, at the same scale); `merged` folds them into W for
 a plain model of the base's shape. Bottleneck adapters (Bapna & Firat 2019): after each
 Transformer layer, x + W_up ReLU(W_down LN(x)), W_up zero. Either way the adapted model
 starts computing exactly what the base does, and only the adapters learn.
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterable
 
 import torch
 import torch.nn.functional as F
@@ -37,11 +37,11 @@ OWN_NAMES = (".lora_", ".bottleneck_")  # what an adapter's own parameters are c
 
 
 class LoRA(nn.Module):
-    """The low-rank update (alpha / rank) B A of one weight matrix [out, in]."""
+    """The low-rank update scale * B A of one weight matrix [out, in]."""
 
-    def __init__(self, out_features: int, in_features: int, rank: int, alpha: float):
+    def __init__(self, out_features: int, in_features: int, rank: int, scale: float):
         super().__init__()
-        self.scale = alpha / rank
+        self.scale = scale
         self.lora_a = nn.Parameter(torch.empty(rank, in_features))
         self.lora_b = nn.Parameter(torch.zeros(out_features, rank))
         nn.init.kaiming_uniform_(self.lora_a, a=math.sqrt(5))  # as nn.Linear draws weights
@@ -131,7 +131,8 @@ def add_adapters(model: nn.Module, config: AdapterConfig) -> list[str]:
     for parameter in model.parameters():
         parameter.requires_grad_(False)
     if config.type == "lora":
-        wrapped = add_lora(model, config.targets, config.rank, config.alpha, config.dropout)
+        ranks = {target: config.ranks.get(target, config.rank) for target in config.targets}
+        wrapped = add_lora(model, ranks, config.alpha / config.rank, config.dropout)
         missing = (
             f"no module of the kinds train.adapters.targets names ({', '.join(config.targets)})"
         )
@@ -147,14 +148,18 @@ def add_adapters(model: nn.Module, config: AdapterConfig) -> list[str]:
 
 
 def add_lora(
-    model: nn.Module, targets: Iterable[str], rank: int, alpha: float, dropout: float = 0.0
+    model: nn.Module, ranks: dict[str, int], scale: float, dropout: float = 0.0
 ) -> list[str]:
-    """Gives each weight matrix of a module that `targets` (TARGETS' keys) names, by its
-    own name or a parent's, one LoRA update, shared by every nn.Linear and nn.Embedding
-    that uses the matrix; the names of the modules wrapped."""
-    names = {name for target in targets for name in TARGETS[target]}
+    """Gives each weight matrix of a module that a target of `ranks` (TARGETS' keys, each
+    with its rank) names, by its own name or a parent's, one LoRA update of that rank (the
+    widest, for a matrix two targets name: tied embeddings and output), shared by every
+    nn.Linear and nn.Embedding that uses the matrix; the names of the modules wrapped."""
     adaptable = _adaptable(model)
-    chosen = {id(module.weight) for path, module in adaptable if set(path.split(".")) & names}
+    chosen: dict[int, int] = {}  # id of a matrix -> its update's rank
+    for path, module in adaptable:
+        for target, rank in ranks.items():
+            if set(path.split(".")) & set(TARGETS[target]):
+                chosen[id(module.weight)] = max(rank, chosen.get(id(module.weight), 0))
     updates: dict[int, LoRA] = {}
     wrapped = []
     for path, module in adaptable:
@@ -162,7 +167,8 @@ def add_lora(
         if id(weight) not in chosen:
             continue
         if id(weight) not in updates:
-            updates[id(weight)] = LoRA(weight.shape[0], weight.shape[1], rank, alpha)
+            rank = chosen[id(weight)]
+            updates[id(weight)] = LoRA(weight.shape[0], weight.shape[1], rank, scale)
         update = updates[id(weight)]
         if isinstance(module, nn.Embedding):
             adapted: nn.Module = LoRAEmbedding(module, update)

@@ -57,7 +57,7 @@ def test_a_lora_map_starts_as_its_base_and_merges_into_one_linear_map():
     base = nn.Linear(8, 6)
     x = torch.randn(4, 8)
     expected = base(x).detach()
-    adapted = LoRALinear(base, LoRA(6, 8, rank=2, alpha=4.0))
+    adapted = LoRALinear(base, LoRA(6, 8, rank=2, scale=2.0))
     assert torch.equal(adapted(x), expected)  # B = 0: exactly the base
     with torch.no_grad():
         adapted.update.lora_b.normal_()
@@ -71,7 +71,7 @@ def test_a_lora_map_starts_as_its_base_and_merges_into_one_linear_map():
 def test_a_lora_embedding_adds_its_rows_and_never_moves_the_padding_row():
     torch.manual_seed(0)
     base = nn.Embedding(10, 4, padding_idx=0)
-    adapted = LoRAEmbedding(base, LoRA(10, 4, rank=2, alpha=2.0))
+    adapted = LoRAEmbedding(base, LoRA(10, 4, rank=2, scale=1.0))
     with torch.no_grad():
         adapted.update.lora_b.normal_()
     ids = torch.tensor([[0, 3, 9]])
@@ -130,6 +130,32 @@ def test_a_tied_matrix_takes_one_update_and_merging_it_is_exact(corpus_dir):
     assert {name: tensor.shape for name, tensor in plain.state_dict().items()} == shapes
     assert plain.decoder.generator.weight is plain.decoder.embed.weight  # still tied
     assert torch.allclose(logits(plain), adapted, atol=MERGE_TOLERANCE)
+
+
+def test_a_target_of_its_own_rank_gets_it_at_the_common_scale_and_a_tied_matrix_the_widest(
+    corpus_dir,
+):
+    model = transformer(corpus_dir)
+    config = AdapterConfig(
+        targets=["attention", "embeddings", "output"], rank=4, alpha=8, ranks={"embeddings": 6}
+    )
+    wrapped = add_adapters(model, config)
+    ranks = {name: model.get_submodule(name).update.lora_a.shape[0] for name in wrapped}
+    scales = {model.get_submodule(name).update.scale for name in wrapped}
+    assert ranks["encoder.embed"] == ranks["decoder.generator"] == 6  # tied: the widest
+    attention = [name for name in wrapped if "embed" not in name and "generator" not in name]
+    assert attention and {ranks[name] for name in attention} == {4}
+    assert scales == {2.0}
+    randomise(model)
+    adapted = logits(model).detach()
+    assert torch.allclose(logits(merged(model)), adapted, atol=MERGE_TOLERANCE)
+
+
+def test_a_rank_for_a_target_not_adapted_is_refused_naming_it():
+    with pytest.raises(UserError, match=r"ranks\.embeddings.*names no target"):
+        AdapterConfig(targets=["attention"], ranks={"embeddings": 8})
+    with pytest.raises(UserError, match=r"ranks\.attention.*positive integer"):
+        AdapterConfig(targets=["attention"], ranks={"attention": 0})
 
 
 def test_adapters_on_an_rnnsearch_adapt_its_input_projections_and_refuse_bottlenecks(corpus_dir):
