@@ -11,7 +11,8 @@ pair" (full fine-tuning at lr 0.0005: 31.0 test BLEU there).
    full (every weight, lr 0.0005), lora4, lora8, lora16, lora64 (attention and feed-forward,
    alpha 2r, lr 0.002), bottleneck (64 units, lr 0.002), and lora8_embeddings and
    lora16_embeddings (the embeddings and output layer adapted too; the latter at lr 0.004
-   too), and lora8_embeddings48 (rank 48 on the embeddings and output, 8 on the layers);
+   too), and lora8_embeddings48, lora8_embeddings56 and lora4_embeddings64 (rank 48, 56 or
+   64 on the embeddings and output, 8 or 4 on the layers);
 4. each child's valid BLEU at beam 5 and alpha 0.6, 1.0 and 1.5, the best alpha on test.
 
 Prints one JSON line per child: minutes of training, peak RSS of its training process,
@@ -32,7 +33,9 @@ from pathlib import Path
 
 import torch
 
-LORA = ["train.lr=0.002", "train.adapters.type=lora"]
+# each child's adapters spelt out in full, whatever the defaults are
+LAYERS = ["train.adapters.targets=[attention,feed_forward]", "train.adapters.ranks={}"]
+LORA = ["train.lr=0.002", "train.adapters.type=lora", *LAYERS]
 CHILDREN = {
     "full": ["train.lr=0.0005"],
     "lora4": [*LORA, "train.adapters.rank=4", "train.adapters.alpha=8"],
@@ -47,11 +50,14 @@ CHILDREN["lora8_embeddings"] = [*CHILDREN["lora8"], WITH_EMBEDDINGS]
 CHILDREN["lora16_embeddings"] = [*CHILDREN["lora16"], WITH_EMBEDDINGS]
 # LoRA's learning rate, on valid: twice the one above
 CHILDREN["lora16_embeddings_lr0.004"] = [*CHILDREN["lora16_embeddings"], "train.lr=0.004"]
-# the same share of the parameters (8.8%), the embeddings' rank wider than the layers'
-CHILDREN["lora8_embeddings48"] = [
-    *CHILDREN["lora8_embeddings"],
-    "train.adapters.ranks={embeddings: 48, output: 48}",
-]
+# about the same share of the parameters (8.8%; 9.7% for r56), the embeddings' rank wider
+# than the layers' (lora4_embeddings64: the defaults val chose)
+for layers, wide in ((8, 48), (8, 56), (4, 64)):
+    CHILDREN[f"lora{layers}_embeddings{wide}"] = [
+        *CHILDREN[f"lora{layers}"],
+        WITH_EMBEDDINGS,
+        f"train.adapters.ranks={{embeddings: {wide}, output: {wide}}}",
+    ]
 ALPHAS = ("0.6", "1.0", "1.5")
 CONFIG = "configs/multi30k_de_en_transformer.yaml"
 

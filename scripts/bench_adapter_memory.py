@@ -2,9 +2,9 @@
 loads a base as `nmt serve` does, alone, with N adapters on it (`--adapter`, sharing its
 weights), and with N merged copies served as models of their own.
 
-    python scripts/bench_adapter_memory.py --checkpoint RUN [--adapters 10] [--rank 16]
+    python scripts/bench_adapter_memory.py --checkpoint RUN [--adapters 10] [--rank 4]
 
-The adapters are LoRA (train.adapters, on its default targets, `--rank`) or bottlenecks
+The adapters are LoRA (train.adapters at its defaults, the layers' rank `--rank`) or bottlenecks
 (`--bottleneck 64`), with weights drawn at random: memory does not depend on training. Each
 setting loads in a fresh process; prints one JSON line with each one's resident memory (MB)
 and its ratio to the base's alone.
@@ -84,7 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", type=Path, required=True)
     parser.add_argument("--adapters", type=int, default=10)
-    parser.add_argument("--rank", type=int, default=16)
+    parser.add_argument("--rank", type=int, default=4)
     parser.add_argument("--bottleneck", type=int, help="bottleneck units instead of LoRA")
     args = parser.parse_args()
     if args.bottleneck:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from nmt.errors import UserError
 
@@ -573,6 +573,9 @@ class ModelConfig:
 AdapterTarget = Literal["attention", "feed_forward", "embeddings", "output", "rnn_inputs"]
 
 
+WIDE_EMBEDDINGS = {"embeddings": 64, "output": 64}  # train.adapters.ranks' default
+
+
 @dataclass(frozen=True)
 class AdapterConfig:
     """Adapters trained on a frozen base (train.init_from): LoRA on the weight matrices of
@@ -580,16 +583,16 @@ class AdapterConfig:
     layer (nmt/model/adapters.py). Defaults: docs/results.md, "Adapters"."""
 
     type: Literal["lora", "bottleneck"] = "lora"
-    rank: int = 16  # 8.9% of the recipe Transformer's parameters, on the default targets
-    alpha: float = 32.0
+    rank: int = 4
+    alpha: float = 8.0
     dropout: float = 0.0
     # the embeddings too: a new language's pieces have embeddings its base never trained
     targets: list[AdapterTarget] = field(
         default_factory=lambda: ["attention", "feed_forward", "embeddings", "output"]
     )
-    # another rank for some of the targets, at the same scale alpha / rank: e.g.
-    # {embeddings: 48, output: 48}, room for a new language's pieces beside narrower layers
-    ranks: dict[str, int] = field(default_factory=dict)
+    # another rank for some of the targets, at the same scale alpha / rank: the embeddings'
+    # update wider than the layers' (8.8% of the recipe Transformer's parameters in all)
+    ranks: dict[str, int] = field(default_factory=lambda: dict(WIDE_EMBEDDINGS))
     size: int = 64
 
     def __post_init__(self) -> None:
@@ -599,7 +602,12 @@ class AdapterConfig:
         _require(bool(self.targets), "targets", "must name at least one kind of weight")
         for target, rank in self.ranks.items():
             _require(
-                target in self.targets,
+                target in get_args(AdapterTarget),
+                f"ranks.{target}",
+                f"is no kind of weight: choose among {', '.join(get_args(AdapterTarget))}",
+            )
+            _require(
+                target in self.targets or self.ranks == WIDE_EMBEDDINGS,
                 f"ranks.{target}",
                 f"names no target of train.adapters.targets ({', '.join(self.targets)})",
             )

@@ -152,8 +152,9 @@ def add_lora(
 ) -> list[str]:
     """Gives each weight matrix of a module that a target of `ranks` (TARGETS' keys, each
     with its rank) names, by its own name or a parent's, one LoRA update of that rank (the
-    widest, for a matrix two targets name: tied embeddings and output), shared by every
-    nn.Linear and nn.Embedding that uses the matrix; the names of the modules wrapped."""
+    widest, for a matrix two targets name: tied embeddings and output; at most the matrix's
+    own, beyond which a rank adds nothing), shared by every nn.Linear and nn.Embedding that
+    uses the matrix; the names of the modules wrapped."""
     adaptable = _adaptable(model)
     chosen: dict[int, int] = {}  # id of a matrix -> its update's rank
     for path, module in adaptable:
@@ -167,7 +168,7 @@ def add_lora(
         if id(weight) not in chosen:
             continue
         if id(weight) not in updates:
-            rank = chosen[id(weight)]
+            rank = min(chosen[id(weight)], *weight.shape)
             updates[id(weight)] = LoRA(weight.shape[0], weight.shape[1], rank, scale)
         update = updates[id(weight)]
         if isinstance(module, nn.Embedding):

@@ -151,11 +151,21 @@ def test_a_target_of_its_own_rank_gets_it_at_the_common_scale_and_a_tied_matrix_
     assert torch.allclose(logits(merged(model)), adapted, atol=MERGE_TOLERANCE)
 
 
-def test_a_rank_for_a_target_not_adapted_is_refused_naming_it():
+def test_a_rank_for_a_target_not_adapted_is_refused_naming_it_unless_it_is_the_default():
     with pytest.raises(UserError, match=r"ranks\.embeddings.*names no target"):
         AdapterConfig(targets=["attention"], ranks={"embeddings": 8})
     with pytest.raises(UserError, match=r"ranks\.attention.*positive integer"):
         AdapterConfig(targets=["attention"], ranks={"attention": 0})
+    with pytest.raises(UserError, match=r"ranks\.embedding.*no kind of weight"):
+        AdapterConfig(ranks={"embedding": 8})
+    assert AdapterConfig(targets=["attention"]).ranks == {"embeddings": 64, "output": 64}
+
+
+def test_a_rank_wider_than_its_matrix_is_the_matrixs_own(corpus_dir):
+    model = transformer(corpus_dir)
+    add_adapters(model, AdapterConfig(targets=["output"], ranks={"output": 10_000}))
+    update = model.decoder.generator.update
+    assert update.lora_a.shape[0] == min(model.decoder.generator.base.weight.shape)
 
 
 def test_adapters_on_an_rnnsearch_adapt_its_input_projections_and_refuse_bottlenecks(corpus_dir):
