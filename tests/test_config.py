@@ -18,6 +18,7 @@ from nmt.config import (
     EncoderConfig,
     Experiment,
     TrainConfig,
+    checkpoint_config,
     config_from_dict,
     config_to_dict,
     load_config,
@@ -474,3 +475,17 @@ def test_a_null_section_takes_keys_set_into_it():
     assert stored["train"]["adapters"] is None
     amended = resolve_config(stored, ["train.init_from=x", "train.adapters.rank=4"], "test")
     assert amended.train.adapters.rank == 4 and amended.train.adapters.type == "lora"
+
+
+def test_an_adapter_checkpoint_from_before_ranks_keeps_one_rank_for_every_target():
+    """A checkpoint stores every key; one written before train.adapters.ranks existed gave
+    every target its rank, so its config reads back with ranks {} rather than today's
+    default, and its adapter weights fit the model rebuilt from it."""
+    config = load_config(DEMO_CONFIG, ["train.init_from=x", "train.adapters.rank=16"])
+    stored = config_to_dict(config)
+    del stored["train"]["adapters"]["ranks"]
+    restored = checkpoint_config(stored)
+    assert restored.train.adapters.ranks == {}
+    assert restored.train.adapters.rank == 16 and restored.train == dataclasses.replace(
+        config.train, adapters=dataclasses.replace(config.train.adapters, ranks={})
+    )

@@ -248,10 +248,23 @@ def config_from_dict(raw: dict) -> Experiment:
     return build(Experiment, raw)
 
 
+# Keys added since checkpoints began storing every key, at the value that means what a
+# checkpoint written before them meant: (section path, key, value).
+ADDED_KEYS = ((("train", "adapters"), "ranks", {}),)
+
+
 def checkpoint_config(raw: dict) -> Experiment:
     """The config stored in a checkpoint. Checkpoints written before pointless keys were
-    refused may hold some; they never took effect, so they are put back to their defaults."""
-    return _build_dropping(copy.deepcopy(raw), lambda key: True)[0]
+    refused may hold some; they never took effect, so they are put back to their defaults.
+    One written before a key of ADDED_KEYS existed gets the value that keeps its meaning."""
+    raw = copy.deepcopy(raw)
+    for path, key, value in ADDED_KEYS:
+        section = raw
+        for name in path:
+            section = section.get(name) if isinstance(section, dict) else None
+        if isinstance(section, dict) and key not in section:
+            section[key] = copy.deepcopy(value)
+    return _build_dropping(raw, lambda key: True)[0]
 
 
 def config_differences(old: dict, new: dict, ignore: frozenset[str] = frozenset()) -> list[str]:
