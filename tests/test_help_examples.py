@@ -72,11 +72,13 @@ def workdir(tmp_path_factory, corpus_dir):
     return root
 
 
-# the commands whose examples ran in each worker's directory: tests spread over workers, and
-# a command's examples read what the earlier commands' wrote
+# the commands whose examples ran in the worker's directory: a command's examples read what
+# the earlier commands' wrote, so every test runs on one worker (its xdist group), and the
+# first to run there runs the ones before it
 RAN: dict[Path, set[str]] = {}
 
 
+@pytest.mark.xdist_group("help_examples")
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_example_works_as_printed(command, workdir, monkeypatch, one_thread):
     monkeypatch.chdir(workdir)
