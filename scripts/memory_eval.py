@@ -68,29 +68,35 @@ def main() -> None:
     from nmt.translate.translator import Translator
 
     memory = TranslationMemory.load(memory_file)
+    splits = {}  # split -> (sources, references)
     for split, stem in {"valid": "val", "test": "test_2016_flickr"}.items():
         sources = (data / f"{stem}.{args.src_lang}").read_text("utf-8").splitlines()
         references = (data / f"{stem}.{args.tgt_lang}").read_text("utf-8").splitlines()
-        outputs, speeds = {}, {}
-        for name in systems:
-            for with_memory in (False, True):
-                translator = Translator.load(
-                    runs / name, memory=memory_file if with_memory else None, beam=5
-                )
+        splits[split] = sources, references
+    outputs = {split: {} for split in splits}  # split -> (run, memory) -> hypotheses
+    speeds = {split: {} for split in splits}  # split -> (run, memory) -> sentences/s
+    for name in systems:
+        for with_memory in (False, True):
+            translator = Translator.load(
+                runs / name, memory=memory_file if with_memory else None, beam=5
+            )
+            for split, (sources, _) in splits.items():
                 seconds = []
                 for _ in range(args.repeats):
                     started = time.perf_counter()
                     hypotheses = [t.text for t in translator.translate(sources)]
                     seconds.append(time.perf_counter() - started)
-                outputs[name, with_memory] = hypotheses
-                speeds[name, with_memory] = len(sources) / statistics.median(seconds)
-        rows, _ = compare([(str(key), hyps) for key, hyps in outputs.items()], references)
-        for (name, with_memory), row in zip(outputs, rows, strict=True):
+                outputs[split][name, with_memory] = hypotheses
+                speeds[split][name, with_memory] = len(sources) / statistics.median(seconds)
+    for split, (sources, references) in splits.items():
+        found = outputs[split]
+        rows, _ = compare([(str(key), hyps) for key, hyps in found.items()], references)
+        for (name, with_memory), row in zip(found, rows, strict=True):
             print(json.dumps({
                 "run": name, "memory": with_memory, "split": split, "bleu": row.bleu,
                 "bleu_p_against_plain": row.bleu_p,
-                "sentences_per_s": round(speeds[name, with_memory], 1),
-                "bands": band_scores(memory, sources, outputs[name, with_memory], references),
+                "sentences_per_s": round(speeds[split][name, with_memory], 1),
+                "bands": band_scores(memory, sources, found[name, with_memory], references),
             }), flush=True)  # fmt: skip
 
 

@@ -36,21 +36,21 @@ def repaired_pairs(
     with fuzzy.keep_originals, the pairs as they were followed by the augmented ones."""
     memory = TranslationMemory.build(sources, targets, "", "")
     draw = random.Random(seed)
-    repaired, bands = [], collections.Counter()
+    augmented, bands = {}, collections.Counter()  # augmented: index -> source with a match
     for index, source in enumerate(sources):
         chosen = draw.random() < fuzzy.share
         match = memory.best(source, fuzzy.threshold, exclude=index) if chosen else None
         bands[band_of(match) if chosen else "not drawn"] += 1
-        repaired.append(source if match is None else with_match(source, match.target))
+        if match is not None:
+            augmented[index] = with_match(source, match.target)
     shown = ", ".join(f"{band} {count}" for band, count in sorted(bands.items()))
-    reading = len(sources) - bands["no match"] - bands["not drawn"]
-    log.info("data.fuzzy_matches: %d of %d sources read a match (%s)", reading, len(sources), shown)
-    if not fuzzy.keep_originals:
-        return repaired, list(targets)
-    augmented = [
-        i for i, (read, source) in enumerate(zip(repaired, sources, strict=True)) if read != source
-    ]
-    return (
-        [*sources, *(repaired[i] for i in augmented)],
-        [*targets, *(targets[i] for i in augmented)],
-    )
+    log.info(
+        "data.fuzzy_matches: %d of %d sources read a match (%s)",
+        len(augmented), len(sources), shown,
+    )  # fmt: skip
+    if fuzzy.keep_originals:
+        return (
+            [*sources, *augmented.values()],
+            [*targets, *(targets[i] for i in augmented)],
+        )
+    return [augmented.get(i, source) for i, source in enumerate(sources)], list(targets)

@@ -1,8 +1,8 @@
 """Adapters on a frozen model (`train.adapters`). Low-rank adapters (LoRA, Hu et al. 2021):
 each chosen weight matrix W [out, in] becomes W + (alpha / rank) B A, with A (r x in)
 drawn as nn.Linear draws its weights and B (out x r) zero, r the rank (or its target's
-own, `ranks`, at the same scale); `merged` folds them into W for
-a plain model of the base's shape. Bottleneck adapters (Bapna & Firat 2019): after each
+own, `ranks`, at the same scale); `merged` folds them into W for a plain model of the
+base's shape. Bottleneck adapters (Bapna & Firat 2019): after each
 Transformer layer, x + W_up ReLU(W_down LN(x)), W_up zero. Either way the adapted model
 starts computing exactly what the base does, and only the adapters learn.
 
