@@ -19,14 +19,17 @@ from pathlib import Path
 import torch
 
 from nmt.config import ConfigError, Experiment, checkpoint_config, config_to_dict
-from nmt.data.tokenizer import Tokenizer
+from nmt.data.tokenizer import BORROWED, Tokenizer, with_vocabularies, without_vocabularies
 from nmt.errors import UserError
 from nmt.model.adapters import add_adapters, load_trained_state, trained_state
 from nmt.model.seq2seq import Seq2Seq, build_model
 from nmt.outputs import TEMPORARY_SUFFIX, write_atomically
 from nmt.reads import record
 
-FORMAT_VERSION = 1
+# The newest format this nmt reads. Version 2 added adapter checkpoints that leave their
+# vocabularies to their base (without_vocabularies); every other checkpoint is written as
+# version 1, which older nmt reads.
+FORMAT_VERSION = 2
 REQUIRED_KEYS = {"format_version", "config", "tokenizer", "model"}
 
 
@@ -34,7 +37,8 @@ def save_checkpoint(path: Path, payload: dict) -> None:
     """Replaces `path` atomically; on a write error (disk full, read-only) the old file stays."""
     path = Path(path)
     try:
-        _write_atomically(path, {"format_version": FORMAT_VERSION, **payload})
+        version = FORMAT_VERSION if payload.get("tokenizer", {}).get(BORROWED) else 1
+        _write_atomically(path, {"format_version": version, **payload})
     except OSError as error:
         raise UserError(
             f"cannot write checkpoint {path}: {error.strerror or error}. The previous "
@@ -120,9 +124,11 @@ def checkpoint_payload(
     step: int,
     metrics: dict,
     base: dict | None = None,
+    resumable: bool = False,
 ) -> dict:
     """A checkpoint of `model`; of an adapted one (train.adapters), its adapters alone and
-    `base`, the base_reference of the model they adapt."""
+    `base`, the base_reference of the model they adapt, whose vocabularies it uses, and in
+    float16 unless `resumable` (last.pt, resumed from exactly)."""
     payload = {
         "config": config_to_dict(config),
         "tokenizer": tokenizer.to_state(),
@@ -130,7 +136,28 @@ def checkpoint_payload(
         "step": step,
         "metrics": metrics,
     }
-    return payload if base is None else {**payload, "base": base}
+    if base is None:
+        return payload
+    tokenizer_state = without_vocabularies(payload["tokenizer"])
+    weights = payload["model"] if resumable else half_precision(payload["model"])
+    return {**payload, "tokenizer": tokenizer_state, "model": weights, "base": base}
+
+
+def half_precision(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """`weights` in float16 where it holds them: an adapter file half the size, translating
+    alike (its products run in the model's own precision). float16 rather than bfloat16 for
+    its three more bits of mantissa; a tensor with values beyond its range stays as it is.
+    A tensor under several names (a tied matrix's update) stays one, saved once."""
+    halves: dict[tuple, torch.Tensor] = {}
+    halved = {}
+    for name, tensor in weights.items():
+        key = (tensor.data_ptr(), tensor.shape, tensor.stride())
+        if key not in halves:
+            half = tensor.half() if tensor.is_floating_point() else tensor
+            fits = torch.equal(torch.isfinite(half), torch.isfinite(tensor))
+            halves[key] = half if fits else tensor
+        halved[name] = halves[key]
+    return halved
 
 
 def whole_model(payload: dict, path: Path, command: str) -> dict:
@@ -211,19 +238,34 @@ def restore_model(
     to translate with; an adapter checkpoint's on its base (`base`, else the one it
     names: adapter_base)."""
     config = _config(payload, path)
-    try:
-        tokenizer = Tokenizer.from_state(payload["tokenizer"])
-    except RuntimeError as error:
-        raise _corrupt(path, f"its tokenizer cannot be read: {_first_line(error)}") from None
+    base_payload = adapter_base(payload, path, base) if "base" in payload else None
+    tokenizer = _tokenizer(payload, path, base_payload)
     model = build_model(config.model, tokenizer.src, tokenizer.tgt)
-    if "base" in payload:
+    if base_payload is not None:
         with _weights_checked(path):
-            model.load_state_dict(translation_weights(adapter_base(payload, path, base)))
+            model.load_state_dict(translation_weights(base_payload))
         adapt(model, payload, path)
     else:
         with _weights_checked(path):
             model.load_state_dict(translation_weights(payload))
     return model.eval(), tokenizer, config
+
+
+def checkpoint_tokenizer(payload: dict, path: Path) -> Tokenizer:
+    """The tokenizer of the checkpoint `payload` (read from `path`): an adapter
+    checkpoint's with the vocabularies of its base, which it names."""
+    borrowed = payload["tokenizer"].get(BORROWED)
+    return _tokenizer(payload, path, adapter_base(payload, path) if borrowed else None)
+
+
+def _tokenizer(payload: dict, path: Path, base_payload: dict | None) -> Tokenizer:
+    state = payload["tokenizer"]
+    if base_payload is not None:
+        state = with_vocabularies(state, base_payload["tokenizer"])
+    try:
+        return Tokenizer.from_state(state)
+    except RuntimeError as error:
+        raise _corrupt(path, f"its tokenizer cannot be read: {_first_line(error)}") from None
 
 
 def adapt(model: Seq2Seq, payload: dict, path: Path) -> Experiment:

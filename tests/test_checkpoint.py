@@ -9,6 +9,7 @@ from conftest import write_code_running_checkpoint
 from nmt.checkpoint import (
     FORMAT_VERSION,
     checkpoint_payload,
+    half_precision,
     load_checkpoint,
     remove_temporaries,
     restore_model,
@@ -148,3 +149,24 @@ def test_a_key_that_never_took_effect_is_reset_on_load(saved):
     assert config.model.attention.heads == 4 and config.train.plateau_factor == 0.5
     for name, tensor in model.state_dict().items():
         assert torch.equal(restored.state_dict()[name], tensor)
+
+
+def test_half_precision_halves_what_float16_holds_and_keeps_the_rest():
+    weights = {
+        "small": torch.tensor([1e-3, -0.25, 3.0]),
+        "huge": torch.tensor([1.0, 1e6]),  # beyond float16's 65504
+        "infinite": torch.tensor([float("inf"), 1.0]),  # stays infinite either way
+        "ids": torch.tensor([1, 2]),
+    }
+    halved = half_precision(weights)
+    assert halved["small"].dtype == torch.float16 == halved["infinite"].dtype
+    assert torch.allclose(halved["small"].float(), weights["small"], rtol=2**-11)
+    assert halved["huge"] is weights["huge"] and halved["ids"] is weights["ids"]
+
+
+def test_half_precision_keeps_a_tied_tensor_one():
+    tied = torch.randn(4, 3)
+    halved = half_precision({"embeddings": tied, "output": tied, "other": tied.clone()})
+    assert halved["embeddings"] is halved["output"]
+    assert halved["other"] is not halved["output"]
+    assert torch.equal(halved["other"], halved["output"])

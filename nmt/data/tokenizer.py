@@ -44,6 +44,28 @@ TARGET_PIECES_FILE = "target_pieces.json"  # each target language's count per ta
 TAG_PLACE_FILE = "tag_place.txt"  # where the tag goes, unless in front of the source
 
 
+VOCABULARY_KEYS = frozenset({"src", "tgt", "joint", "tags", "pieces"})  # to_state's models
+BORROWED = "vocabularies_from_base"  # marks a state that left VOCABULARY_KEYS to its base
+
+
+def without_vocabularies(state: dict) -> dict:
+    """`state` (Tokenizer.to_state) without its SentencePiece models: what an adapter
+    checkpoint keeps, since its frozen base holds the same vocabularies (half a megabyte a
+    copy, more than the adapter's own weights at small ranks). What the run itself records
+    (target_pieces, tag_place) stays."""
+    own = {key: value for key, value in state.items() if key not in VOCABULARY_KEYS}
+    return {**own, BORROWED: True}
+
+
+def with_vocabularies(state: dict, base: dict) -> dict:
+    """`state` whole again: the vocabularies of `base` (the base checkpoint's state) where
+    `state` left them to it (without_vocabularies); else `state` as it is."""
+    if not state.get(BORROWED):
+        return state
+    own = {key: value for key, value in state.items() if key != BORROWED}
+    return {**{key: base[key] for key in VOCABULARY_KEYS if key in base}, **own}
+
+
 def language_tag(language: str) -> str:
     """The piece that asks for a translation into `language`."""
     return f"<2{language}>"

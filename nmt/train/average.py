@@ -11,6 +11,7 @@ from pathlib import Path
 
 from nmt.checkpoint import load_checkpoint, restore_model, save_checkpoint, translation_weights
 from nmt.config import checkpoint_config, config_differences, config_to_dict
+from nmt.data.tokenizer import without_vocabularies
 from nmt.errors import UserError
 from nmt.outputs import check_output
 from nmt.train.resume import RESUMABLE_KEYS
@@ -36,7 +37,7 @@ def average_checkpoints(paths: list[Path], output: Path) -> dict:
                 f"cannot average {path} with {reference_path}: they adapt different base "
                 "models (or one is an adapter checkpoint and the other a whole model)."
             )
-        if _vocabularies(payload["tokenizer"]) != _vocabularies(reference["tokenizer"]):
+        if _vocabularies(payload) != _vocabularies(reference):
             raise UserError(
                 f"cannot average {path} with {reference_path}: their tokenizers differ."
             )
@@ -75,7 +76,12 @@ def last_checkpoints(run_dir: Path, count: int) -> list[Path]:
     return found[-count:]
 
 
-def _vocabularies(state: dict) -> dict:
-    """A tokenizer state without what a run records of its corpus (target_pieces), which
-    checkpoints written before nmt recorded it lack."""
+def _vocabularies(payload: dict) -> dict:
+    """What two checkpoints averaged must share of their tokenizers: the state without what
+    a run records of its corpus (target_pieces), which checkpoints written before nmt
+    recorded it lack; an adapter checkpoint's without the vocabularies too, its base's
+    (whose digest is compared), which older ones kept a copy of."""
+    state = payload["tokenizer"]
+    if "base" in payload:
+        state = without_vocabularies(state)
     return {key: value for key, value in state.items() if key != "target_pieces"}

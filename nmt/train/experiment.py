@@ -15,10 +15,10 @@ from pathlib import Path
 
 import torch
 
+from nmt.checkpoint import checkpoint_tokenizer
 from nmt.config import Experiment, config_to_dict, load_config, resolve_config
 from nmt.cores import available_cores
 from nmt.data.corpus import prepare_corpus
-from nmt.data.tokenizer import Tokenizer
 from nmt.errors import UserError
 from nmt.extras import require_extra
 from nmt.model.device import resolve_device, resolve_precision
@@ -92,7 +92,7 @@ def _train(config, run_dir, payload, overwrite, device, ranks) -> Outcome:
         threads = config.train.threads or max(1, available_cores() // ranks.local_world)
         torch.set_num_threads(threads)
         seed_everything(config.train.seed)
-        tokenizer = Tokenizer.from_state(payload["tokenizer"]) if payload else None
+        tokenizer = checkpoint_tokenizer(payload, run_dir / "last.pt") if payload else None
         parent = None
         if payload is None and config.train.init_from:
             parent, tokenizer = parent_checkpoint(config)

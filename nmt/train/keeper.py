@@ -76,8 +76,9 @@ class CheckpointKeeper:
     def save_last(self, step: int, metrics: dict | None, training: dict) -> None:
         """last.pt: the weights plus `training`, everything resuming needs; with a moving
         average, the raw weights to resume from and the average ("ema") to translate with."""
+        metrics = metrics or {"step": step}
         payload = checkpoint_payload(
-            self.model, self.config, self.tokenizer, step, metrics or {"step": step}, self.base
+            self.model, self.config, self.tokenizer, step, metrics, self.base, resumable=True
         )
         payload["training"] = training
         if self.averaged is not None:

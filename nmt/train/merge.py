@@ -35,7 +35,7 @@ def merge_adapter(adapter: Path, output: Path, base: Path | None = None) -> dict
     plain = dataclasses.replace(config, train=dataclasses.replace(config.train, adapters=None))
     result = {
         "config": config_to_dict(plain),
-        "tokenizer": payload["tokenizer"],
+        "tokenizer": tokenizer.to_state(),
         "model": model.state_dict(),
         "step": payload["step"],
         "metrics": {**payload["metrics"], "merged_from": str(adapter)},

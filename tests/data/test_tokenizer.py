@@ -5,7 +5,14 @@ import pytest
 import sentencepiece as spm
 
 from nmt.config import TokenizerConfig
-from nmt.data.tokenizer import Tokenizer, Vocab, build_tokenizer
+from nmt.data.tokenizer import (
+    VOCABULARY_KEYS,
+    Tokenizer,
+    Vocab,
+    build_tokenizer,
+    with_vocabularies,
+    without_vocabularies,
+)
 
 
 def test_round_trip(tokenizer):
@@ -93,3 +100,19 @@ def test_a_blank_line_stays_empty_where_a_tag_or_eos_frames_the_others(tokenizer
         assert blank == [] and len(word) > 2
     assert tagged.encode(["the dog"])[0][0] == tagged.tags["de"]
     assert ending.encode(["the dog"])[0][-1] == ending.eos_id
+
+
+def test_a_state_left_without_its_vocabularies_is_whole_again_with_its_bases(tokenizer):
+    """An adapter checkpoint keeps what its run recorded (target pieces, the tag's place)
+    and takes the SentencePiece models from its base, which records its own of the rest."""
+    tagged = Vocab(tokenizer.src.model_proto, ["de", "en"])
+    child = Tokenizer(tagged, tagged, {"de": [0, 2, 5], "en": [1, 1, 1]}, "decoder_bos")
+    base = Tokenizer(tagged, tagged, {"de": [9, 9, 9], "en": [0, 0, 0]})
+    borrowed = without_vocabularies(child.to_state())
+    assert not VOCABULARY_KEYS & set(borrowed)
+    assert borrowed["target_pieces"] == child.target_pieces
+    assert with_vocabularies(borrowed, base.to_state()) == child.to_state()
+    separate = Tokenizer(tokenizer.src, Vocab(tokenizer.tgt.model_proto))
+    whole = separate.to_state()
+    assert with_vocabularies(without_vocabularies(whole), whole) == whole
+    assert with_vocabularies(whole, base.to_state()) == whole  # a state of its own stays

@@ -10,6 +10,7 @@ import torch
 
 from conftest import TINY_TRANSFORMER, nmt, set_options, tiny_train_args
 from nmt.checkpoint import load_checkpoint
+from nmt.data.tokenizer import BORROWED, VOCABULARY_KEYS, with_vocabularies
 from nmt.translate.translator import Translator
 
 LINES = "the dog sees the cat.\na small bird sleeps.\n"
@@ -68,6 +69,28 @@ def test_an_adapter_run_leaves_its_base_as_it_was_and_keeps_its_adapters_alone(
     whole = load_checkpoint(base / "best.pt")["model"]
     assert 0 < numel(payload["model"]) < 0.5 * numel(whole)  # rank 4 of a 16-wide model
     assert "learning" in (run / "train.log").read_text()  # the share is logged
+    # to translate with: float16, the vocabularies left to the base; to resume: float32
+    assert {t.dtype for t in payload["model"].values()} == {torch.float16}
+    assert payload["tokenizer"][BORROWED] and not VOCABULARY_KEYS & set(payload["tokenizer"])
+    assert payload["format_version"] == 2
+    last = load_checkpoint(run / "last.pt")
+    assert {t.dtype for t in last["model"].values()} == {torch.float32}
+
+
+def test_an_adapter_checkpoint_of_the_first_format_translates_as_todays(tmp_path, base, lora):
+    """Written before adapters left their vocabularies to the base: a copy of them, float32
+    weights, format version 1."""
+    today = load_checkpoint(lora / "best.pt")
+    first = {
+        **today,
+        "format_version": 1,
+        "tokenizer": with_vocabularies(today["tokenizer"], load_checkpoint(base)["tokenizer"]),
+        "model": {name: t.float() for name, t in today["model"].items()},
+    }
+    torch.save(first, tmp_path / "first.pt")
+    assert translate("--checkpoint", base, "--adapter", tmp_path / "first.pt") == translate(
+        "--checkpoint", lora
+    )
 
 
 def test_every_way_of_loading_an_adapter_translates_alike_and_merging_changes_nothing(
