@@ -13,6 +13,7 @@ from serve.serving import running_server
 
 from conftest import (
     LINES,
+    ROOT,
     nmt,
     tiny_experiment,
     tiny_train_args,
@@ -363,11 +364,13 @@ def test_checkpoints_from_before_directions_load_and_translate_unchanged(tmp_pat
 
 
 def test_the_demo_corpus_both_ways_in_one_model_writes_the_language_asked_for(tmp_path):
-    """The demo's en->de and its reverse in one model, 250 steps: every translation of
+    """The demo's en->de and its reverse in one Transformer, 200 steps: every translation of
     held-out sentences is in the language its tag asked for (by the demo lexicon's words
     that only one language has), and both directions have begun to score."""
-    keys = ("train.max_steps=250", "train.threads=1", "train.valid_max_sentences=100")
-    run = train_demo(tmp_path, *TWO_WAY, *keys, "data.splits.test=null")
+    keys = ("train.max_steps=200", "train.lr=0.004", "train.threads=1")
+    config = ROOT / "configs" / "demo_transformer.yaml"  # learns both ways sooner than RNNsearch
+    sets = (*TWO_WAY, *keys, "train.valid_max_sentences=100", "data.splits.test=null")
+    run = train_demo(tmp_path, *sets, config=config)
     pairs = generate_pairs(300, seed=99)
     words = {
         "en": {w for en, _ in pairs for w in en.lower().split()},
@@ -382,7 +385,7 @@ def test_the_demo_corpus_both_ways_in_one_model_writes_the_language_asked_for(tm
             found = translation.text.lower().split()
             assert sum(w in only[language] for w in found) > sum(w in only[other] for w in found)
     valid = [json.loads(line) for line in (run / "metrics.jsonl").open()][-1]
-    assert valid["valid_bleu_en-de"] > 2 and valid["valid_bleu_de-en"] > 2
+    assert valid["valid_bleu_en-de"] > 5 and valid["valid_bleu_de-en"] > 5  # 15.0, 13.1 here
 
 
 def test_each_languages_target_pieces_are_recorded_and_a_translation_can_keep_to_them(
