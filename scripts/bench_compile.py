@@ -44,6 +44,7 @@ def main() -> None:
     parser.add_argument("--dynamic", choices=["auto", "true", "false"], default="auto")
     parser.add_argument("--mode", default="default")
     parser.add_argument("--pad", type=int, default=1, help="round lengths up to a multiple of N")
+    parser.add_argument("--precision", help="train: train.precision (default: the config's)")
     parser.add_argument("--warmup", type=int, default=40)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--sentences", type=int, default=500, help="translate: how many")
@@ -63,6 +64,7 @@ def main() -> None:
         "dynamic": args.dynamic,
         "mode": args.mode,
         "pad": args.pad,
+        "precision": args.precision,
         "cache": "warm" if warm_cache else "cold",
         "threads": torch.get_num_threads(),
     }
@@ -83,8 +85,9 @@ def compiled(function, args):
 
 
 def compile_model(model, args) -> None:
-    """The chosen variant, in place: `whole` wraps the forward (the loss included),
-    `regional` each Transformer layer."""
+    """The chosen variant, in place, on the model whose passes compute the gradients (under
+    bf16 the trainer's bf16 copy, not the float32 master): `whole` wraps the forward (the
+    loss included), `regional` each Transformer layer."""
     from nmt.model.layers import TransformerLayer
 
     if args.variant == "whole":
@@ -115,7 +118,8 @@ def config_and_corpus(args, run_dir: Path):
     from nmt.config import load_config
     from nmt.data.corpus import prepare_corpus
 
-    config = load_config(args.config, [f"data.path={MULTI30K}"])
+    precision = [f"train.precision={args.precision}"] if args.precision else []
+    config = load_config(args.config, [f"data.path={MULTI30K}", *precision])
     return config, prepare_corpus(config, run_dir)
 
 
@@ -131,7 +135,8 @@ def train(args) -> dict:
         seed_everything(config.train.seed)
         model = build_model(config.model, corpus.tokenizer.src, corpus.tokenizer.tgt)
         trainer = Trainer(config, Path(run_dir), corpus, model)
-        compile_model(trainer.model, args)
+        compile_model(trainer.network, args)
+        record_precision = trainer.precision.name
         pad_id = corpus.tokenizer.tgt.pad_id
         batches = trainer.batches()
         drawn = [padded(next(batches), args.pad, pad_id) for _ in range(args.warmup + args.steps)]
@@ -149,6 +154,7 @@ def train(args) -> dict:
         trainer.report.close()
     tokens = sum(batch.num_tgt_tokens for batch in timed)
     return {
+        "trained_in": record_precision,
         "first_step_s": round(first, 2),
         "warmup_s": round(warm_seconds, 1),
         "steps_per_s": round(len(timed) / seconds, 3),

@@ -5,7 +5,9 @@ draws one 32-bit number per element, `rand_like` as well. Here one 64-bit draw g
 16-bit random numbers of four elements, and an element is kept when its number is at least
 p · 2^16: p is rounded to a multiple of 2^-16 (0.1 becomes 0.100006), and the kept elements
 are scaled by 1 / (1 - that p), so the expectation stays exactly x. Masks come from torch's
-global generator, so seeds and resumed runs repeat them. Other devices keep torch's kernel.
+global generator, so seeds and resumed runs repeat them. Other devices keep torch's kernel,
+as does code under torch.compile, which cannot trace the 64-bit draw and generates a mask
+inside its own fused kernel.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ class Dropout(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.p == 0.0:
             return x
-        if x.device.type != "cpu":
-            return F.dropout(x, self.p, training=True)
+        if x.device.type != "cpu" or torch.compiler.is_compiling():
+            return F.dropout(x, self.p, training=True)  # compiled: inductor fuses its mask
         return x * keep_mask(x, self.p)
 
     def extra_repr(self) -> str:
