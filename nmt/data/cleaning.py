@@ -330,6 +330,8 @@ def _markup(src: str, tgt: str) -> str | None:
 
 def _control(src: str, tgt: str) -> str | None:
     for side, text in (("source", src), ("target", tgt)):
+        if text.isprintable() and "\ufffd" not in text:
+            continue  # no Cc, Co, Cn or Cs character (isprintable excludes them), at C speed
         for char in text:
             if char == "\ufffd" or (
                 char != "\t" and unicodedata.category(char) in ("Cc", "Co", "Cn", "Cs")
@@ -338,13 +340,24 @@ def _control(src: str, tgt: str) -> str | None:
     return None
 
 
+class _Folding(dict):
+    """fold's str.translate table, filled as characters are met: a space for punctuation,
+    separators and whitespace, the character itself otherwise (a lookup per character, not
+    a category)."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        spaced = unicodedata.category(char).startswith(("P", "Z")) or char.isspace()
+        self[code] = " " if spaced else char
+        return self[code]
+
+
+FOLDING = _Folding()
+
+
 def fold(text: str) -> str:
     """Lower case, no punctuation, single spaces: what near duplicates share."""
-    kept = "".join(
-        " " if unicodedata.category(char).startswith(("P", "Z")) or char.isspace() else char
-        for char in text.lower()
-    )
-    return " ".join(kept.split())
+    return " ".join(text.lower().translate(FOLDING).split())
 
 
 def trigrams(text: str) -> set[str]:
@@ -354,9 +367,9 @@ def trigrams(text: str) -> set[str]:
 
 def letter_share(text: str) -> float:
     """Letters among the characters that are not spaces, a URL's counted as no letters."""
-    shown = [char for char in text if not char.isspace()]
-    letters = sum(char.isalpha() for char in URL.sub("", text))
-    return letters / max(1, len(shown))
+    shown = len(text) - sum(map(str.isspace, text))
+    letters = sum(map(str.isalpha, URL.sub("", text)))
+    return letters / max(1, shown)
 
 
 def _log_ratio(src: str, tgt: str) -> float:

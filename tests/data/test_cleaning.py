@@ -4,12 +4,13 @@ nothing; memory for duplicates is 8 bytes a pair."""
 
 import dataclasses
 import random
+import unicodedata
 
 import pytest
 
 from conftest import nmt, tiny_train_args
 from nmt.config import CleanConfig
-from nmt.data.cleaning import FILTERS, Cleaner, fold
+from nmt.data.cleaning import FILTERS, URL, Cleaner, _control, fold, letter_share
 from nmt.data.seen_hashes import SeenHashes
 
 # German-English pairs of ordinary length, as a corpus around the pairs under test: they
@@ -189,3 +190,41 @@ def test_data_clean_removing_every_pair_names_the_filters(tmp_path, corpus_dir, 
     assert message.startswith("error: data.clean:") and "\n" not in message, message
     assert "all 300 en-de training pairs" in message and "too_long 300" in message, message
     assert "clean.max_words" in message and str(corpus_dir) in message, message
+
+
+def reference_fold(text: str) -> str:
+    """fold as defined, a character at a time."""
+    kept = "".join(
+        " " if unicodedata.category(char).startswith(("P", "Z")) or char.isspace() else char
+        for char in text.lower()
+    )
+    return " ".join(kept.split())
+
+
+def reference_control(src: str, tgt: str) -> str | None:
+    for side, text in (("source", src), ("target", tgt)):
+        for char in text:
+            if char == "\ufffd" or (
+                char != "\t" and unicodedata.category(char) in ("Cc", "Co", "Cn", "Cs")
+            ):
+                return f"{side} holds U+{ord(char):04X}"
+    return None
+
+
+def test_the_fast_character_checks_equal_their_definitions_over_unicode():
+    """fold's translate table, the control check's isprintable shortcut and letter_share's
+    counts against the per-character definitions: code points alone (every 5th of the BMP,
+    every 499th above, and the odd ones), and random strings of them beside ASCII."""
+    codes = [*range(0, 0x10000, 5), *range(0x10000, 0x110000, 499), 0xFFFD, 0xA0, 0x2028]
+    points = [chr(code) for code in codes]
+    alphabet = [*points, *"aZ .,\t"]
+    rng = random.Random(7)
+    texts = points + [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(1000)
+    ]
+    for text in texts:
+        assert fold(text) == reference_fold(text), repr(text)
+        assert _control(text, "ok") == reference_control(text, "ok"), repr(text)
+        shown = [char for char in text if not char.isspace()]
+        letters = sum(char.isalpha() for char in URL.sub("", text))
+        assert letter_share(text) == letters / max(1, len(shown)), repr(text)
