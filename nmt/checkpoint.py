@@ -239,7 +239,7 @@ def restore_model(
     names: adapter_base)."""
     config = _config(payload, path)
     base_payload = adapter_base(payload, path, base) if "base" in payload else None
-    tokenizer = _tokenizer(payload, path, base_payload)
+    tokenizer = checkpoint_tokenizer(payload, path, base_payload)
     model = build_model(config.model, tokenizer.src, tokenizer.tgt)
     if base_payload is not None:
         with _weights_checked(path):
@@ -251,14 +251,9 @@ def restore_model(
     return model.eval(), tokenizer, config
 
 
-def checkpoint_tokenizer(payload: dict, path: Path) -> Tokenizer:
-    """The tokenizer of the checkpoint `payload` (read from `path`): an adapter
-    checkpoint's with the vocabularies of its base, which it names."""
-    borrowed = payload["tokenizer"].get(BORROWED)
-    return _tokenizer(payload, path, adapter_base(payload, path) if borrowed else None)
-
-
-def _tokenizer(payload: dict, path: Path, base_payload: dict | None) -> Tokenizer:
+def checkpoint_tokenizer(payload: dict, path: Path, base_payload: dict | None) -> Tokenizer:
+    """The tokenizer of the checkpoint `payload` (read from `path`); an adapter checkpoint's
+    with the vocabularies of its base's checkpoint, `base_payload` (adapter_base)."""
     state = payload["tokenizer"]
     if base_payload is not None:
         state = with_vocabularies(state, base_payload["tokenizer"])

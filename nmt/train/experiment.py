@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from nmt.checkpoint import checkpoint_tokenizer
+from nmt.checkpoint import adapter_base, checkpoint_tokenizer
 from nmt.config import Experiment, config_to_dict, load_config, resolve_config
 from nmt.cores import available_cores
 from nmt.data.corpus import prepare_corpus
@@ -92,9 +92,12 @@ def _train(config, run_dir, payload, overwrite, device, ranks) -> Outcome:
         threads = config.train.threads or max(1, available_cores() // ranks.local_world)
         torch.set_num_threads(threads)
         seed_everything(config.train.seed)
-        tokenizer = checkpoint_tokenizer(payload, run_dir / "last.pt") if payload else None
-        parent = None
-        if payload is None and config.train.init_from:
+        tokenizer = parent = resumed_base = None
+        if payload is not None:  # an adapter run's base: read once, for vocabularies and weights
+            last = run_dir / "last.pt"
+            resumed_base = adapter_base(payload, last) if "base" in payload else None
+            tokenizer = checkpoint_tokenizer(payload, last, resumed_base)
+        elif config.train.init_from:
             parent, tokenizer = parent_checkpoint(config)
         with ranks.main_first():
             corpus = prepare_corpus(config, run_dir, tokenizer)
@@ -103,7 +106,7 @@ def _train(config, run_dir, payload, overwrite, device, ranks) -> Outcome:
         model = build_model(config.model, vocab.src, vocab.tgt)
         if parent is not None:  # before the run directory is written: a misfit leaves none
             load_parent_weights(model, parent, config.train.init_from, config)
-        base = with_adapters(model, config, parent, payload, run_dir)
+        base = with_adapters(model, config, parent or resumed_base, payload)
         if ranks.is_main:
             if payload is None:
                 start_run(run_dir, config, corpus.tokenizer)

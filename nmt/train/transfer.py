@@ -14,7 +14,6 @@ from pathlib import Path
 import torch
 
 from nmt.checkpoint import (
-    adapter_base,
     base_reference,
     checkpoint_file,
     load_checkpoint,
@@ -95,22 +94,19 @@ def load_parent_weights(
 
 
 def with_adapters(
-    model: torch.nn.Module,
-    config: Experiment,
-    parent: dict | None,
-    resumed: dict | None,
-    run_dir: Path,
+    model: torch.nn.Module, config: Experiment, base: dict | None, resumed: dict | None
 ) -> dict | None:
     """Under train.adapters: `model` (the base's weights in it) frozen, with its adapters
-    added; the base_reference its checkpoints carry. A resumed run first takes its base
-    again, the one with the digest its last.pt names."""
+    added; the base_reference its checkpoints carry. A resumed run (`resumed`, its last.pt)
+    first takes its base again: `base`, the checkpoint with the digest last.pt names
+    (adapter_base); a new run's `base` is train.init_from's checkpoint."""
     if config.train.adapters is None:
         return None
     if resumed is not None:
-        model.load_state_dict(translation_weights(adapter_base(resumed, run_dir / "last.pt")))
+        model.load_state_dict(translation_weights(base))
         reference = resumed["base"]
     else:
-        reference = base_reference(parent, checkpoint_file(config.train.init_from))
+        reference = base_reference(base, checkpoint_file(config.train.init_from))
     names = add_adapters(model, config.train.adapters)
     log.info(
         "adapters (%s) on %d modules of the frozen base", config.train.adapters.type, len(names)
