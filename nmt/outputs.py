@@ -153,8 +153,14 @@ def write_output(path: Path, data: bytes | memoryview, option: str = "--output")
 def write_atomically(path: Path, data: bytes | memoryview) -> None:
     """Replaces `path` by `data` through a temporary file, fsync and rename, so a reader (or
     a crash) sees the old file or the new one, never a torn one; OSError as the OS says. A
-    symlink is written through: its target is replaced, the link kept."""
-    path = _destination(path, "the file") or path
+    symlink is written through: its target is replaced, the link kept. What is no file to
+    replace (a device, a FIFO, /dev/stdout) is written into, as `replacing` does."""
+    destination = _destination(path, "the file")
+    if destination is None:
+        with path.open("wb") as stream:
+            stream.write(data)
+        return
+    path = destination
     handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed below, renamed only if complete
         dir=path.parent, prefix=f".{path.name}.", suffix=TEMPORARY_SUFFIX, delete=False
     )
@@ -219,12 +225,12 @@ def _unwritable(path: Path, option: str, error: OSError) -> UserError:
 
 
 def check_new_directory(output: Path, option: str = "--output") -> None:
-    """A UserError unless `output` is new or an empty directory whose parent can be made;
-    checked before any slow work."""
+    """A UserError unless `output` is new or an empty directory whose parent can be made
+    (for a symlink: its target's); checked before any slow work."""
     if output.exists() and not (output.is_dir() and not any(output.iterdir())):
         raise UserError(f"{option} {output} already exists; remove it or choose a new directory.")
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
+        output.resolve().parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UserError(f"{option} {output}: cannot create {output.parent} ({error}).") from None
 
@@ -234,8 +240,10 @@ def staged(output: Path, option: str) -> Iterator[Path]:
     """A sibling temporary directory to write a whole directory into, renamed to `output`
     (replacing it, if it exists) when the block ends without an error and removed when it
     does not; one that a killed earlier write left behind is removed first. `output` is
-    checked against every input read before it is replaced (check_output_directory)."""
+    checked against every input read before it is replaced (check_output_directory). A
+    symlink is written through: the directory it names is the one replaced, the link kept."""
     check_output_directory(output, option)
+    output = output.resolve()
     prefix = f".{output.name}.partial-"
     for leftover in output.parent.glob(f"{prefix}*"):
         shutil.rmtree(leftover, ignore_errors=True)

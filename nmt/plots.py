@@ -19,6 +19,7 @@ without plots never pays for it and plotting works without a display.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from nmt.errors import UserError
+from nmt.outputs import write_output
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -81,7 +83,16 @@ def plot_attention(
                 panel.imshow(attention[:, head].numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
                 panel.set_title(f"head {head}", fontsize=8)
         grid.subplots_adjust(left=0.02, right=0.98, bottom=0.02, top=0.92, hspace=0.35)
-    figure.savefig(path, dpi=100)
+    save_png(figure, path, "--attention-plots")
+
+
+def save_png(figure: Figure, path: Path, option: str) -> None:
+    """`figure` as a PNG (100 dots an inch) at `path`, written as any output a command is
+    asked for (nmt/outputs.py): whole or not at all, never over an input, a failure named by
+    the `option` that chose the place."""
+    png = io.BytesIO()
+    figure.savefig(png, format="png", dpi=100)
+    write_output(path, png.getbuffer(), option)
 
 
 CHARACTER = 0.08  # inches a label's character takes at font size 9
@@ -167,7 +178,7 @@ def plot_curves(run_dir: Path, output: Path | None = None) -> list[Path]:
         if axes.get_legend_handles_labels()[0]:
             axes.legend()
         figure.tight_layout()
-        figure.savefig(output / name)
+        save_png(figure, output / name, "--output")
         plt.close(figure)
         written.append(output / name)
     return written
@@ -210,7 +221,7 @@ def plot_comparison(run_dirs: Sequence[Path], output: Path) -> list[Path]:
     output.mkdir(parents=True, exist_ok=True)
     written = []
     for name, rows in COMPARISONS.items():
-        comparison_figure(runs, rows).savefig(output / name, dpi=100)
+        save_png(comparison_figure(runs, rows), output / name, "--output")
         written.append(output / name)
     return written
 

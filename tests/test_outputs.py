@@ -3,12 +3,21 @@ with exit 2 before anything is opened for writing, and written through a tempora
 renamed into place only once complete."""
 
 import os
+import stat
+import threading
 
 import pytest
 
 from conftest import nmt, tiny_experiment, write_checkpoint
 from nmt.errors import UserError
-from nmt.outputs import TEMPORARY_SUFFIX, check_output, replacing
+from nmt.outputs import (
+    TEMPORARY_SUFFIX,
+    check_new_directory,
+    check_output,
+    replacing,
+    staged,
+    write_atomically,
+)
 
 SOURCES = "the dog sees the cat.\na small bird sleeps.\n"
 
@@ -157,6 +166,36 @@ def test_a_device_is_written_directly(tmp_path):
     with replacing(type(tmp_path)(os.devnull)) as handle:
         handle.write("gone\n")
     assert os.path.exists(os.devnull) and not os.path.isfile(os.devnull)
+
+
+def test_a_pipe_is_written_into_not_replaced_and_so_through_a_link_to_one(tmp_path):
+    """What write_atomically writes (checkpoints, --output of eval, memories) goes into a
+    named pipe or device as replacing()'s lines do: a rename would replace it."""
+    pipe, link = tmp_path / "pipe", tmp_path / "link"
+    os.mkfifo(pipe)
+    link.symlink_to(pipe)
+    received = []
+    for path in (pipe, link):
+        reader = threading.Thread(target=lambda: received.append(pipe.read_bytes()), daemon=True)
+        reader.start()
+        write_atomically(path, b"through\n")
+        reader.join(timeout=10)
+    assert received == [b"through\n", b"through\n"]
+    assert stat.S_ISFIFO(pipe.stat().st_mode) and link.is_symlink()
+
+
+def test_a_directory_written_through_a_symlink_replaces_the_directory_it_names(tmp_path):
+    target, link = tmp_path / "target", tmp_path / "out"
+    target.mkdir()
+    link.symlink_to(target)
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "made" / "here")
+    for output, written in ((link, target), (dangling, tmp_path / "made" / "here")):
+        check_new_directory(output, "--out")
+        with staged(output, "--out") as staging:
+            (staging / "a.txt").write_text("new")
+        assert output.is_symlink() and (written / "a.txt").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling", "made", "out", "target"]
 
 
 def test_check_output_names_a_missing_directory(tmp_path):

@@ -45,6 +45,13 @@ def test_plot_writes_png_files(tmp_path):
     assert sorted(p.name for p in (tmp_path / "png").iterdir()) == ["bleu.png", "loss.png"]
 
 
+def test_a_picture_that_cannot_be_written_is_named(tmp_path):
+    write_metrics(tmp_path)
+    (tmp_path / "png" / "bleu.png").mkdir(parents=True)
+    result = CliRunner().invoke(app, ["plot", str(tmp_path), "--output", str(tmp_path / "png")])
+    assert result.exit_code == 2 and "bleu.png is a directory" in " ".join(result.output.split())
+
+
 def test_plot_without_metrics_is_a_clear_error(tmp_path):
     result = CliRunner().invoke(app, ["plot", str(tmp_path)])
     assert result.exit_code == 2 and "no metrics.jsonl" in result.output

@@ -27,7 +27,7 @@ import numpy as np
 from rapidfuzz.distance import Levenshtein
 
 from nmt.errors import UserError
-from nmt.outputs import write_atomically
+from nmt.outputs import write_output
 from nmt.reads import record
 
 FORMAT = "nmt-translation-memory-1"
@@ -176,10 +176,13 @@ class TranslationMemory:
         )
 
     def exact(self, query: str, exclude: int | None = None) -> Match | None:
-        """The first entry whose source is `query`, spaces aside (not `exclude`), or None."""
+        """The first entry whose source is `query`, spaces aside (not `exclude`), or None;
+        None for a blank query, which a corpus's pair with a blank source would answer."""
+        wanted = " ".join(query.split())
+        if not wanted:
+            return None
         keys, rows = self.arrays["exact_keys"], self.arrays["exact_rows"]
         key = _exact_key(query)
-        wanted = " ".join(query.split())
         start = np.searchsorted(keys, key)
         for place in range(start, len(keys)):
             if keys[place] != key:
@@ -233,14 +236,15 @@ class TranslationMemory:
         order = np.lexsort((entries, -bounds))
         return entries[order], bounds[order]
 
-    def save(self, path: Path) -> None:
-        """Writes the memory to `path` (.npz), atomically."""
+    def save(self, path: Path, option: str = "--out") -> None:
+        """Writes the memory to `path` (.npz, named by `option`), atomically; a UserError
+        where it cannot be written."""
         import io
 
         meta = {"format": FORMAT, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang}
         buffer = io.BytesIO()
         np.savez(buffer, meta=np.array(json.dumps(meta)), **self.arrays)
-        write_atomically(Path(path), buffer.getbuffer())
+        write_output(Path(path), buffer.getbuffer(), option)
 
     @classmethod
     def load(cls, path: Path | str) -> TranslationMemory:

@@ -27,7 +27,7 @@ from nmt.errors import UserError
 from nmt.export.bart_layout import from_theirs
 from nmt.extras import require_extra
 from nmt.model.seq2seq import build_model
-from nmt.outputs import check_output
+from nmt.outputs import check_output, write_output
 from nmt.reads import record_directory
 
 NEEDED_BY = "nmt import"
@@ -43,6 +43,14 @@ def import_marian(
     """Writes `output`, an nmt checkpoint of the Marian model in directory or hub id
     `source`, and beside it a config to fine-tune it with (`output` with suffix .yaml)."""
     require_extra("hub", NEEDED_BY)
+    output = Path(output)
+    fine_tuning = output.with_suffix(".yaml")
+    if fine_tuning == output:
+        raise UserError(
+            f"{NEEDED_BY} --output {output}: the config to fine-tune the checkpoint with is "
+            f"written beside it as {fine_tuning.name}, the checkpoint's own name. Give the "
+            f"checkpoint another suffix, e.g. --output {output.with_suffix('.pt')}."
+        )
     from transformers import AutoConfig, MarianMTModel
 
     directory = model_directory(source)
@@ -60,12 +68,11 @@ def import_marian(
     their_model = MarianMTModel.from_pretrained(directory, dtype="float32")
     names = list(model.state_dict())
     model.load_state_dict(from_theirs(their_model.state_dict(), names, their_config.d_model))
-    output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    for written in (output, output.with_suffix(".yaml")):
+    for written in (output, fine_tuning):
         check_output(written, "--output")
     save_checkpoint(output, checkpoint_payload(model, config, tokenizer, step=0, metrics={}))
-    output.with_suffix(".yaml").write_text(fine_tuning_yaml(config, output), "utf-8")
+    write_output(fine_tuning, fine_tuning_yaml(config, output).encode("utf-8"))
     return output
 
 

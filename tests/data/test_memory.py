@@ -70,6 +70,9 @@ def test_an_exact_match_is_found_first_spaces_aside_and_never_an_excluded_one():
     assert not fuzzy.exact and fuzzy.score == 1.0 and band_of(fuzzy) == "90-100"
     assert memory.best("nothing alike here", THRESHOLD) is None
     assert memory.best("", THRESHOLD) is None
+    blank = TranslationMemory.build(["", "a bird ."], ["Hallo", "ein Vogel ."], "en", "de")
+    assert blank.exact("") is blank.exact("  ") is blank.best(" ", THRESHOLD) is None  # no target
+    assert blank.exact("a bird .").target == "ein Vogel ."
 
 
 def test_a_memory_survives_its_file_and_a_file_that_is_not_one_is_refused(tmp_path, pairs):

@@ -245,6 +245,11 @@ def test_what_cannot_be_imported_is_refused_with_the_reason(marian, tmp_path):
     transformers.PegasusConfig(d_model=16).save_pretrained(pegasus)
     result = runner.invoke(app, ["import", "--from", str(pegasus), "--output", "x.pt"])
     assert result.exit_code == 2 and "it is a 'pegasus' model" in result.output
+    own = tmp_path / "model.yaml"  # its fine-tuning config would be written over it
+    result = runner.invoke(app, ["import", "--from", str(directory), "--output", str(own)])
+    assert result.exit_code == 2 and "another suffix" in result.output
+    assert "model.pt" in result.output
+    assert not own.exists()
 
 
 def test_without_the_extra_both_commands_name_the_pip_line(monkeypatch, tmp_path):
