@@ -22,6 +22,8 @@ from nmt.checkpoint import load_checkpoint, remove_temporaries
 from nmt.config import Experiment, checkpoint_config, config_differences, config_to_dict
 from nmt.errors import UserError
 from nmt.model.adapters import load_trained_state
+from nmt.outputs import write_atomically
+from nmt.train.optim import lr_at
 from nmt.train.progress import Progress
 from nmt.train.report import LossWindow
 from nmt.train.rng import set_rng_state
@@ -54,6 +56,7 @@ def check_resumable(payload: dict, config: Experiment, path: Path) -> None:
     if "training" not in payload:
         raise UserError(f"{path} holds no training state (it is not a last.pt); cannot resume.")
     stored = checkpoint_config(payload["config"])  # keys added since: at their defaults
+    _check_schedule_end(stored, config, payload["step"], path)
     ignored = RESUMABLE_KEYS | _not_yet_in_effect(stored, config, payload["step"])
     if config.train.precision == "auto" and stored.train.precision in AUTO_PRECISIONS:
         ignored |= {"train.precision"}  # which one it continues in: run_precision
@@ -71,6 +74,26 @@ def check_resumable(payload: dict, config: Experiment, path: Path) -> None:
             f"the run in {path.parent} already reached step {payload['step']}, and "
             f"train.max_steps is {config.train.max_steps}. Raise it (e.g. --set "
             f"train.max_steps={2 * payload['step']}) to train further."
+        )
+
+
+def _check_schedule_end(stored: Experiment, config: Experiment, step: int, path: Path) -> None:
+    """A cosine schedule ends at train.max_steps: moving it would move every later learning
+    rate, so such a run resumes only to its own end, and trains further as a new run."""
+    if stored.train.schedule != "cosine" or config.train.schedule != "cosine":
+        return  # another schedule: the config check names the difference
+    further = f"start a new run from its weights (--set train.init_from={path.parent / 'best.pt'})"
+    if config.train.max_steps != stored.train.max_steps:
+        raise UserError(
+            f"the run in {path.parent} follows a cosine schedule that ends at train.max_steps="
+            f"{stored.train.max_steps}; with {config.train.max_steps} its learning rate would "
+            f"jump from {lr_at(step, stored.train):.3g} to {lr_at(step, config.train):.3g} at "
+            f"step {step}. Resume with train.max_steps={stored.train.max_steps}, or {further}."
+        )
+    if step >= config.train.max_steps:
+        raise UserError(
+            f"the run in {path.parent} already reached step {step}, where its cosine schedule "
+            f"ends. To train further, {further}."
         )
 
 
@@ -92,7 +115,7 @@ def trim_metrics(path: Path, lines: int) -> None:
     if not path.exists():
         return
     kept = path.read_text(encoding="utf-8").splitlines(keepends=True)[:lines]
-    path.write_text("".join(kept), encoding="utf-8")
+    write_atomically(path, "".join(kept).encode("utf-8"))  # a kill midway keeps them all
 
 
 def resume_point(run_dir: Path, config: Experiment) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import logging.handlers
+import re
 from pathlib import Path
 
 import yaml
@@ -17,6 +18,7 @@ from nmt.checkpoint import remove_temporaries
 from nmt.config import Experiment, config_to_dict
 from nmt.data.tokenizer import TAGS_FILE, Tokenizer
 from nmt.errors import UserError
+from nmt.outputs import write_atomically
 from nmt.terminal import console_log
 
 RUN_FILES = (
@@ -37,7 +39,7 @@ def check_run_dir(run_dir: Path, overwrite: bool) -> None:
     """Refuses a directory that holds another run, unless it is to be overwritten."""
     if run_dir.exists() and not run_dir.is_dir():
         raise UserError(f"--run-dir {run_dir} is a file, not a directory. Choose another.")
-    found = [name for name in RUN_FILES if (run_dir / name).exists()]
+    found = [path.name for path in run_files(run_dir)]
     if found and not overwrite:
         raise UserError(
             f"run directory {run_dir} already holds a run ({', '.join(found)}). Pass "
@@ -50,12 +52,7 @@ def start_run(run_dir: Path, config: Experiment, tokenizer: Tokenizer) -> None:
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         remove_temporaries(run_dir)
-        stale = [
-            *step_checkpoints(run_dir),
-            *run_dir.glob("events.out.tfevents.*"),
-            *run_dir.glob("test.*.hyp"),  # one per direction
-        ]
-        for path in [*(run_dir / name for name in RUN_FILES), *stale]:
+        for path in run_files(run_dir):
             path.unlink(missing_ok=True)
         save_config(run_dir, config)
         tokenizer.save(run_dir)
@@ -68,7 +65,7 @@ def start_run(run_dir: Path, config: Experiment, tokenizer: Tokenizer) -> None:
 
 def save_config(run_dir: Path, config: Experiment) -> None:
     text = yaml.safe_dump(config_to_dict(config), sort_keys=False)
-    (run_dir / "config.yaml").write_text(text, encoding="utf-8")
+    write_atomically(run_dir / "config.yaml", text.encode("utf-8"))
 
 
 class RunLog:
@@ -107,6 +104,26 @@ class RunLog:
         self.console.__exit__(*exc_info)
 
 
+def run_files(run_dir: Path) -> list[Path]:
+    """The files in `run_dir` that a run writes: what a new run refuses to start over
+    without --overwrite, and removes with it. Anything else there is left alone."""
+    written = [run_dir / name for name in RUN_FILES if (run_dir / name).exists()]
+    return [
+        *written,
+        *step_checkpoints(run_dir),
+        *sorted(run_dir.glob("events.out.tfevents.*")),
+        *sorted(run_dir.glob("test.*.hyp")),  # one per direction
+    ]
+
+
+STEP_CHECKPOINT = re.compile(r"step-(\d+)\.pt")
+
+
 def step_checkpoints(run_dir: Path) -> list[Path]:
-    """RUN/step-NNNNNN.pt files, oldest first."""
-    return sorted(run_dir.glob("step-*.pt"), key=lambda p: int(p.stem.removeprefix("step-")))
+    """RUN/step-NNNNNN.pt files, oldest first (a step-avg.pt of the user's is not one)."""
+    steps = {
+        path: int(match[1])
+        for path in run_dir.glob("step-*.pt")
+        if (match := STEP_CHECKPOINT.fullmatch(path.name))
+    }
+    return sorted(steps, key=steps.__getitem__)

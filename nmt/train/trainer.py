@@ -89,7 +89,8 @@ class Trainer:
         batches = self.batches()
         while (reason := stop_reason(progress, train, self.ranks, self.stop)) is None:
             set_lr(self.optimizer, lr_at(progress.step, train, progress.lr_reductions))
-            anneal_hard_attention(self.model, self.config.model.attention, progress.step)
+            # the network that computes: under bf16 a copy the master's attributes never reach
+            anneal_hard_attention(self.network, self.config.model.attention, progress.step)
             drawn = [next(batches) for _ in range(train.accum_steps)]
             result = self.update(drawn, progress.step)
             if result is None:
@@ -198,8 +199,13 @@ class Trainer:
         """last.pt on rank 0, with every rank's RNG streams."""
         generators = self.ranks.gather(rng_state())
         if self.ranks.is_main:
-            self.keeper.save_last(self.progress.step, metrics, self.training_state(generators))
-            self.progress.saved_step = self.progress.step
+            progress, before = self.progress, self.progress.saved_step
+            progress.saved_step = progress.step  # last.pt knows itself: a resumed run says so
+            try:
+                self.keeper.save_last(progress.step, metrics, self.training_state(generators))
+            except BaseException:
+                progress.saved_step = before
+                raise
 
     def training_state(self, generators: list[dict]) -> dict:
         """Everything resuming needs besides the weights."""

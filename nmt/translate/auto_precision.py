@@ -35,6 +35,7 @@ from nmt.data.tokenizer import Tokenizer
 from nmt.model.device import cpu_name, resolve_precision
 from nmt.model.master_weights import MasterWeights
 from nmt.model.seq2seq import Seq2Seq, build_model
+from nmt.outputs import write_atomically
 
 log = logging.getLogger("nmt")
 
@@ -167,6 +168,6 @@ def _write(path: Path, key: str, choice: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         known = _read(path)
         known[key] = choice
-        path.write_text(json.dumps(known, indent=1) + "\n", "utf-8")
+        write_atomically(path, (json.dumps(known, indent=1) + "\n").encode("utf-8"))
     except OSError as error:
         log.debug("cannot keep the precision probe's answer in %s: %s", path, error)

@@ -14,6 +14,7 @@ from nmt.data.corpus import Corpus
 from nmt.errors import UserError
 from nmt.model.device import cpu_has_fast_bf16, resolve_precision
 from nmt.model.master_weights import MasterWeights
+from nmt.model.normalisers import HardAttention, annealed_temperature
 from nmt.model.seq2seq import build_model
 from nmt.train.experiment import train_experiment
 from nmt.train.precision import Precision
@@ -131,6 +132,29 @@ def test_resume_is_bit_identical_in_bf16(tmp_path, corpus_dir):
     a, b = load_checkpoint(straight / "last.pt"), load_checkpoint(split / "last.pt")
     assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
     assert a["config"]["train"]["precision"] == "bf16"
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_hard_attention_anneals_in_the_network_that_trains(
+    tmp_path, corpus_dir, monkeypatch, precision
+):
+    """Each update's Gumbel-softmax temperature is the schedule's in the model that computes
+    the gradients: under bf16 the copy, which never sees the master's attributes."""
+    monkeypatch.setattr("nmt.train.precision.cpu_has_fast_bf16", lambda: True)  # no warning
+    seen = []
+    step = Trainer.train_step
+
+    def recording(trainer, batches):
+        hard = [m for m in trainer.network.modules() if isinstance(m, HardAttention)]
+        seen.append({m.temperature for m in hard})
+        return step(trainer, batches)
+
+    monkeypatch.setattr(Trainer, "train_step", recording)
+    keys = ["model.attention.normaliser=hard", "model.attention.temperature_steps=4"]
+    config = tiny_experiment(corpus_dir, *keys, f"train.precision={precision}", "train.max_steps=4")
+    train_experiment(config, tmp_path / "run")
+    schedule = [annealed_temperature(step, 4, 1.0, 0.5) for step in range(4)]
+    assert seen == [{temperature} for temperature in schedule] and schedule[-1] < 0.6
 
 
 @pytest.mark.parametrize(

@@ -78,6 +78,17 @@ def test_resume_refuses_another_config_and_finished_runs(tmp_path, corpus_dir):
         train_experiment(experiment(corpus_dir), run)
 
 
+def test_a_cosine_run_resumes_only_to_the_end_its_schedule_was_drawn_for(tmp_path, corpus_dir):
+    """train.max_steps is where a cosine schedule ends: raising it on resume would jump the
+    learning rate back up, so it is refused with the way to train further."""
+    run, keys = tmp_path / "run", ("train.schedule=cosine", "train.warmup_steps=1")
+    train_experiment(experiment(corpus_dir, *keys, "train.max_steps=3"), run)
+    with pytest.raises(UserError, match=r"ends at train.max_steps=3; with 6 .* jump from .* to"):
+        train_experiment(experiment(corpus_dir, *keys, "train.max_steps=6"), run, resume=True)
+    with pytest.raises(UserError, match="reached step 3, where its cosine .*train.init_from="):
+        train_experiment(experiment(corpus_dir, *keys, "train.max_steps=3"), run, resume=True)
+
+
 def tiny_trainer(config, tokenizer, tmp_path):
     torch.manual_seed(0)
     model = build_model(config.model, tokenizer.src, tokenizer.tgt)
@@ -128,6 +139,8 @@ def test_plateau_early_stopping_and_step_checkpoints(tmp_path, corpus_dir):
         "train.keep_last=2",
         "train.tensorboard=true",
     )
+    mine = tmp_path / "step-avg.pt"  # the user's, not a step checkpoint: rotation leaves it
+    mine.write_bytes(b"an average")
     outcome = train_experiment(config, tmp_path)
     assert (outcome.reason, outcome.step) == ("early_stop", 8)
     lrs = {r["step"]: r["lr"] for r in records(tmp_path) if "lr" in r}
@@ -136,11 +149,31 @@ def test_plateau_early_stopping_and_step_checkpoints(tmp_path, corpus_dir):
     assert sorted(p.name for p in tmp_path.glob("step-*.pt")) == [
         "step-000006.pt",
         "step-000008.pt",
+        "step-avg.pt",
     ]
+    assert mine.read_bytes() == b"an average"
     assert load_checkpoint(tmp_path / "best.pt")["step"] == 2
     assert "training" not in load_checkpoint(tmp_path / "best.pt")
     assert "training" not in load_checkpoint(tmp_path / "step-000008.pt")
     assert list(tmp_path.glob("events.out.tfevents.*"))  # TensorBoard beside metrics.jsonl
+
+
+def test_a_new_run_refuses_an_old_runs_leftovers_and_leaves_other_files(tmp_path, corpus_dir):
+    """Step checkpoints, TensorBoard events and test translations are a run's too: without
+    --overwrite a new run refuses them (it used to delete them); files of other names stay."""
+    for name in ("step-000004.pt", "events.out.tfevents.1.host", "test.en-de.hyp"):
+        old = tmp_path / name.replace(".", "-")
+        old.mkdir()
+        (old / name).write_bytes(b"an old run's")
+        with pytest.raises(UserError, match=f"already holds a run \\({name}\\).*--overwrite"):
+            train_experiment(experiment(corpus_dir), old)
+        assert (old / name).read_bytes() == b"an old run's"
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "notes.txt").write_text("mine")
+    train_experiment(experiment(corpus_dir, "train.max_steps=1"), run)
+    train_experiment(experiment(corpus_dir, "train.max_steps=1"), run, overwrite=True)
+    assert (run / "notes.txt").read_text() == "mine"
 
 
 def test_missing_tensorboard_is_a_clear_error_before_any_work(tmp_path, corpus_dir, monkeypatch):
