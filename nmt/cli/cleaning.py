@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -111,8 +112,8 @@ def clean(
             raise UserError("nmt clean needs --out DIR, the cleaned corpus directory to write.")
         overrides = list(set_ or [])
         for key, value in (("path", data), ("src_lang", src_lang), ("tgt_lang", tgt_lang)):
-            if value is not None:
-                overrides.append(f"data.{key}={value}")
+            if value is not None:  # quoted: --src-lang no is Norwegian, not YAML's false
+                overrides.append(f"data.{key}={json.dumps(str(value), ensure_ascii=False)}")
         if config is not None:
             experiment = load_config(config, overrides)
         else:

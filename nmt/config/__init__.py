@@ -14,6 +14,7 @@ from nmt.config.loading import (
     resolve_config,
 )
 from nmt.config.schema import (
+    MIN_RATIO_SAMPLE,
     AdapterConfig,
     AttentionConfig,
     CleanConfig,
@@ -35,6 +36,7 @@ __all__ = [
     "AdapterConfig",
     "AttentionConfig",
     "CleanConfig",
+    "MIN_RATIO_SAMPLE",
     "ConfigError",
     "DataConfig",
     "DecodeConfig",

@@ -32,6 +32,9 @@ class UnusedKeyError(ConfigError):
     """A key that the rest of the config leaves nothing to do."""
 
 
+MIN_RATIO_SAMPLE = 50  # clean.ratio_sample's least: fewer pairs tell too little of a ratio
+
+
 def _require(ok: bool, key: str, message: str) -> None:
     if not ok:
         raise ConfigError(key, message)
@@ -850,7 +853,12 @@ class CleanConfig:
     near_duplicates: bool = True  # a pair seen before once case, punctuation, spaces fold
 
     def __post_init__(self) -> None:
-        _positive(self, "ratio_sample")
+        _require(
+            self.ratio_sample >= MIN_RATIO_SAMPLE,
+            "ratio_sample",
+            f"must be at least {MIN_RATIO_SAMPLE} (fewer pairs tell too little of the corpus's "
+            f"length ratio to judge it), got {self.ratio_sample}",
+        )
         for key in ("max_words", "max_chars", "language_rank"):
             value = getattr(self, key)
             _require(value is None or value > 0, key, f"must be positive or null, got {value}")

@@ -28,9 +28,9 @@ from nmt.config import CleanConfig, DataConfig
 from nmt.cores import available_cores
 from nmt.corpus.corpus_files import copy_splits, corpus_name, planned_directions
 from nmt.corpus.distill_manifest import Direction
-from nmt.corpus.dual_scores import DualScoring, score_and_select
-from nmt.data.cleaning import Cleaner, held_out_sentences, unidentifiable
-from nmt.data.splits import locate, read_pairs, split_files
+from nmt.corpus.dual_scores import DualScoring, check_models, score_and_select
+from nmt.data.cleaning import Cleaner, held_out_sentences, warn_unjudged
+from nmt.data.splits import locate, open_corpus_file, read_pairs, split_files
 from nmt.errors import UserError
 from nmt.outputs import check_output_directory, staged
 from nmt.terminal import ProgressLine
@@ -63,8 +63,10 @@ def clean_corpus(
     the pairs (default: one per core)."""
     out = Path(out)
     _check_output(data, out, overwrite)
+    if scoring is not None:
+        check_models(scoring, data.pairs)
     workers = workers or available_cores()
-    _warn_unjudged(clean, data)
+    warn_unjudged(clean, {language for pair in data.pairs for language in pair})
     started = time.monotonic()
     with staged(out, "--out") as staging:
         directions = {}
@@ -104,20 +106,6 @@ def _check_output(data: DataConfig, out: Path, overwrite: bool) -> None:
         raise UserError(
             f"--out {out} holds a cleaned corpus already; pass --overwrite to replace it, "
             "or choose another directory."
-        )
-
-
-def _warn_unjudged(clean: CleanConfig, data: DataConfig) -> None:
-    if not clean.language_rank:
-        return
-    languages = {language for pair in data.pairs for language in pair}
-    unknown = unidentifiable(languages)
-    if unknown:
-        log.warning(
-            "notice: the language filter cannot identify %s (py3langid knows ISO 639-1 codes "
-            "of 97 languages), so it judges no side in %s.",
-            ", ".join(unknown),
-            ", ".join(unknown),
         )
 
 
@@ -169,7 +157,7 @@ def _lines(data: DataConfig) -> int | None:
     location = locate(data, "train")
     if location.kind != "text":
         return None
-    with location.files[0].open("rb") as handle:
+    with open_corpus_file(location.files[0]) as handle:
         return sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
 
 

@@ -79,6 +79,15 @@ def score_and_select(
     }
 
 
+def check_models(scoring: DualScoring, pairs: list[tuple[str, str]]) -> None:
+    """Loads both models and checks that each writes the side it scores of every pair: a
+    wrong or swapped model is an error before the rules' pass, not after it."""
+    forward = _translator(Path(scoring.forward), scoring.workers)
+    backward = _translator(Path(scoring.backward), scoring.workers)
+    for pair in pairs:
+        _check_languages(forward, backward, pair, scoring)
+
+
 @functools.lru_cache(maxsize=4)
 def _translator(checkpoint: Path, workers: int | None) -> Translator:
     return Translator.load(checkpoint, workers=workers)

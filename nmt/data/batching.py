@@ -38,10 +38,11 @@ def encode_split(text: ParallelText, tokenizer: Tokenizer, max_len: int | None) 
         return EncodedSplit(src, tgt, list(range(len(src))))
     empty = long = 0
     keep = []
+    tag = int(tokenizer.start_id != tokenizer.tgt.bos_id)  # decoder_bos: a tag before each
     for index, (s, t) in enumerate(zip(src, tgt, strict=True)):
-        if not s or not t:
+        if not s or len(t) == tag:
             empty += 1
-        elif len(s) > max_len or len(t) > max_len:
+        elif len(s) > max_len or len(t) - tag > max_len:
             long += 1
         else:
             keep.append(index)

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain, islice
 
-from nmt.config import CleanConfig, DataConfig, Experiment
+from nmt.config import MIN_RATIO_SAMPLE, CleanConfig, DataConfig, Experiment
 from nmt.data.language_id import identifier
 from nmt.data.repairs import URL, has_markup, repaired
 from nmt.data.seen_hashes import SeenHashes
@@ -61,7 +61,6 @@ Verdict = tuple[str, str, tuple[str, ...], tuple[str, str] | None]
 log = logging.getLogger("nmt")
 
 LANGUAGES_HINT = "Check that data.src_lang and data.tgt_lang name the corpus's languages. "
-MIN_RATIO_SAMPLE = 50  # fewer pairs tell too little of the corpus's length ratio
 
 
 @dataclass(frozen=True)
@@ -218,11 +217,25 @@ class Cleaner:
         return None
 
 
+def warn_unjudged(clean: CleanConfig, languages: set[str]) -> None:
+    """A notice naming the languages the language filter cannot identify (it lets their
+    sides through): a filter the config asks for that does nothing is said, not silent."""
+    unknown = unidentifiable(languages) if clean.language_rank else []
+    if unknown:
+        log.warning(
+            "notice: the language filter cannot identify %s (py3langid knows ISO 639-1 codes "
+            "of 97 languages), so it judges no side in %s.",
+            ", ".join(unknown),
+            ", ".join(unknown),
+        )
+
+
 def cleaned_pairs(
     pairs: Iterable[tuple[str, str]], data: DataConfig, clean: CleanConfig
 ) -> Iterator[tuple[str, str]]:
     """The pairs of `data`'s direction that `clean`'s filters keep, as `data.clean: true`
     trains on them (what `nmt clean` writes); the counts are logged at the end."""
+    warn_unjudged(clean, {data.src_lang, data.tgt_lang})
     cleaner = Cleaner(clean, data.src_lang, data.tgt_lang, held_out_sentences(data))
     for judged in cleaner.clean(pairs):
         if judged.removed_by is None:

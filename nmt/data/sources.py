@@ -263,15 +263,12 @@ def pair_rows(data: DataConfig, clean: CleanConfig | None) -> Iterator[dict]:
 def _build_arrow_cache(
     data: DataConfig, clean: CleanConfig | None, tokenizer: Tokenizer, directory: Path
 ) -> None:
-    import datasets
     import pyarrow.compute as pc
 
     directory.parent.mkdir(parents=True, exist_ok=True)
     temporary = Path(tempfile.mkdtemp(prefix=".train-", dir=directory.parent))
     try:
-        pairs = datasets.Dataset.from_generator(
-            pair_rows, gen_kwargs={"data": data, "clean": clean}, cache_dir=str(temporary / "raw")
-        )
+        pairs = _pair_dataset(data, clean, temporary / "raw")
         encoded = pairs.map(
             RowEncoder(tokenizer),
             batched=True,
@@ -307,10 +304,27 @@ def _build_arrow_cache(
         shutil.rmtree(temporary, ignore_errors=True)
 
 
+def _pair_dataset(data: DataConfig, clean: CleanConfig | None, cache: Path):
+    """The train split's pairs as a datasets.Dataset. What reading the corpus finds wrong
+    (files of different lengths, bytes that are not UTF-8) stays the UserError it is:
+    datasets wraps whatever a generator raises in a DatasetGenerationError."""
+    import datasets
+
+    try:
+        return datasets.Dataset.from_generator(
+            pair_rows, gen_kwargs={"data": data, "clean": clean}, cache_dir=str(cache)
+        )
+    except datasets.exceptions.DatasetGenerationError as error:
+        if isinstance(error.__cause__, UserError):
+            raise error.__cause__ from None
+        raise
+
+
 def _cache_key(data: DataConfig, clean: CleanConfig | None, tokenizer: Tokenizer) -> str:
-    """Changes when the train files (path, size, mtime), the cleaning, the tokenizer or
-    max_len change."""
-    digest = hashlib.sha256(f"v{CACHE_VERSION} max_len={data.max_len} {clean}".encode())
+    """Changes when the train files (path, size, mtime), the hub dataset, the languages
+    (which columns or files are the source), the cleaning, the tokenizer or max_len change."""
+    corpus = (data.src_lang, data.tgt_lang, data.hub_id, data.hub_config)
+    digest = hashlib.sha256(f"v{CACHE_VERSION} max_len={data.max_len} {clean} {corpus}".encode())
     location = locate(data)
     digest.update(repr(location.describe()).encode())
     for name in ("src", "tgt"):

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from itertools import islice, zip_longest
 from pathlib import Path
+from typing import BinaryIO
 
 from nmt.config import DataConfig
 from nmt.errors import UserError
@@ -340,11 +341,20 @@ def _row_pair(row: dict, config: DataConfig, origin: str) -> tuple[str, str]:
     )
 
 
+def open_corpus_file(path: Path) -> BinaryIO:
+    """`path` opened to read bytes; a UserError naming it where it cannot be (a directory
+    in a file's place, no permission)."""
+    try:
+        return path.open("rb")
+    except OSError as error:
+        raise UserError(f"cannot read {path}: {error.strerror or error}.") from None
+
+
 def _text_pairs(src_file: Path, tgt_file: Path) -> Iterator[tuple[str, str]]:
     """Two aligned files line by line, read as read_lines reads them (UTF-8, a BOM and
     CRLF accepted, only '\\n' ends a line); files of different lengths are an error."""
     src_file, tgt_file = record(src_file, "a corpus file"), record(tgt_file, "a corpus file")
-    with src_file.open("rb") as src, tgt_file.open("rb") as tgt:
+    with open_corpus_file(src_file) as src, open_corpus_file(tgt_file) as tgt:
         for number, (src_line, tgt_line) in enumerate(zip_longest(src, tgt), 1):
             if src_line is None or tgt_line is None:
                 rest = 1 + sum(1 for _ in (src if src_line is not None else tgt))

@@ -415,20 +415,28 @@ def _trained_vocab(
         len(lines),
     )
     model = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(line for line in lines if line),
-        model_writer=model,
-        **settings,
-        pad_id=0,
-        unk_id=1,
-        bos_id=2,
-        eos_id=3,
-        hard_vocab_limit=False,
-        input_sentence_size=2_000_000,
-        shuffle_input_sentence=True,
-        num_threads=available_cores(),
-        minloglevel=2,
-    )
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(line for line in lines if line),
+            model_writer=model,
+            **settings,
+            pad_id=0,
+            unk_id=1,
+            bos_id=2,
+            eos_id=3,
+            hard_vocab_limit=False,
+            input_sentence_size=2_000_000,
+            shuffle_input_sentence=True,
+            num_threads=available_cores(),
+            minloglevel=2,
+        )
+    except RuntimeError as error:  # e.g. fewer pieces than the characters to cover
+        raise UserError(
+            f"SentencePiece cannot train a vocabulary of tokenizer.vocab_size="
+            f"{config.vocab_size} (character_coverage {config.character_coverage}) on this "
+            f"corpus: {str(error).strip()}. Raise tokenizer.vocab_size, or lower "
+            "tokenizer.character_coverage (e.g. 0.9995 for a language of many characters)."
+        ) from None
     proto = model.getvalue()
     cached.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=cached.parent, delete=False) as handle:

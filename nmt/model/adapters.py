@@ -15,6 +15,7 @@ stays exact.
 from __future__ import annotations
 
 import copy
+import logging
 import math
 
 import torch
@@ -24,6 +25,8 @@ from torch import nn
 from nmt.config import AdapterConfig
 from nmt.errors import UserError
 from nmt.model.layers import TransformerLayer
+
+log = logging.getLogger("nmt")
 
 # what `train.adapters.targets` names, and the module names each covers
 TARGETS = {
@@ -157,10 +160,19 @@ def add_lora(
     uses the matrix; the names of the modules wrapped."""
     adaptable = _adaptable(model)
     chosen: dict[int, int] = {}  # id of a matrix -> its update's rank
+    found: set[str] = set()
     for path, module in adaptable:
         for target, rank in ranks.items():
             if set(path.split(".")) & set(TARGETS[target]):
                 chosen[id(module.weight)] = max(rank, chosen.get(id(module.weight), 0))
+                found.add(target)
+    unmatched = [target for target in ranks if target not in found]
+    if found and unmatched:  # none found: add_adapters' error says so
+        log.warning(
+            "notice: train.adapters.targets %s: this model has no such module (an RNNsearch "
+            "has no feed_forward, a Transformer no rnn_inputs); the other targets are adapted.",
+            ", ".join(unmatched),
+        )
     updates: dict[int, LoRA] = {}
     wrapped = []
     for path, module in adaptable:

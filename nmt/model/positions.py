@@ -89,13 +89,15 @@ class RotaryPositions(AttentionPositions):
 
     def __init__(self, head_dim: int):
         super().__init__()
-        self.register_buffer(
-            "rates", 10000.0 ** (-torch.arange(0, head_dim, 2) / head_dim), persistent=False
-        )
+        self.head_dim = head_dim
 
     def rotate(self, x: torch.Tensor, start: int) -> torch.Tensor:
-        positions = torch.arange(start, start + x.size(-2), device=x.device)
-        angles = positions[:, None] * self.rates  # [L, d / 2], in fp32 whatever x is
+        # the angles in float32 whatever x is (no buffer a bf16 model would cast): bf16 would
+        # round an angle of 100 radians to a half, and the rotation would lose m - n
+        d, device = self.head_dim, x.device
+        rates = 10000.0 ** (-torch.arange(0, d, 2, device=device, dtype=torch.float32) / d)
+        positions = torch.arange(start, start + x.size(-2), device=device, dtype=torch.float32)
+        angles = positions[:, None] * rates  # [L, d / 2]
         cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
         even, odd = x[..., 0::2], x[..., 1::2]
         return torch.stack([even * cos - odd * sin, even * sin + odd * cos], -1).flatten(-2)

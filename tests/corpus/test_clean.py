@@ -48,6 +48,33 @@ def tsv(path):
     return [dict(zip(header, row.split("\t"), strict=True)) for row in rows[1:]]
 
 
+def test_languages_and_directories_are_taken_as_written(noisy, tmp_path):
+    """--src-lang no is Norwegian (not YAML's false), --tgt-lang on a language too, and a
+    '#' in --data is part of the directory's name (not a YAML comment)."""
+    corpus = tmp_path / "corpus #2"
+    corpus.mkdir()
+    for split in ("train", "valid", "test"):
+        for old, new in (("en", "no"), ("de", "on")):
+            (corpus / f"{split}.{new}").write_bytes((noisy / f"{split}.{old}").read_bytes())
+    out = tmp_path / "clean"
+    ran = nmt("clean", "--data", corpus, "--src-lang", "no", "--tgt-lang", "on", "--out", out,
+              "--workers", "1")  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert sorted(p.name for p in out.glob("train.*")) == ["train.no", "train.on"]
+
+
+def test_a_directory_in_a_corpus_files_place_is_named(noisy, tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("train.en", "valid.en", "valid.de", "test.en", "test.de"):
+        (corpus / name).write_bytes((noisy / name).read_bytes())
+    (corpus / "train.de").mkdir()
+    ran = nmt("clean", "--data", corpus, *LANGUAGES, "--out", tmp_path / "out", "--workers", "1")
+    assert ran.returncode == 2, ran.stderr
+    assert f"cannot read {corpus / 'train.de'}: Is a directory" in " ".join(ran.stderr.split())
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_report_counts_what_the_files_hold(noisy, tmp_path):
     out = tmp_path / "clean"
     ran = nmt("clean", "--data", noisy, *LANGUAGES, "--out", out, "--workers", "1")
@@ -217,8 +244,13 @@ def test_dual_cross_entropy_is_both_models_scores_combined(noisy, two_ways, tmp_
     }
 
 
-def test_dual_scoring_refuses_what_cannot_work(noisy, two_ways, tmp_path):
+def test_dual_scoring_refuses_what_cannot_work_before_any_cleaning(
+    noisy, two_ways, tmp_path, monkeypatch
+):
     forward, backward = two_ways
+    monkeypatch.setattr(
+        "nmt.corpus.clean._clean_direction", lambda *_: pytest.fail("the rules ran first")
+    )
     base = ("clean", "--data", noisy, *LANGUAGES, "--out", tmp_path / "x")
     for args, words in (
         (("--score-with", forward), "both models"),

@@ -4,6 +4,7 @@ import pytest
 
 from nmt.data.batching import TokenBatcher, encode_split, make_batch
 from nmt.data.splits import ParallelText
+from nmt.data.tokenizer import Tokenizer, Vocab
 from nmt.errors import UserError
 
 
@@ -17,6 +18,16 @@ def test_filtering_drops_empty_and_long_pairs_and_counts_each(tokenizer, caplog)
     assert "t: 1 pairs kept, 2 empty dropped, 2 longer than data.max_len=30 dropped" in caplog.text
     with pytest.raises(UserError, match=r"no training pairs left \(1 empty, 0 longer"):
         encode_split(ParallelText([""], ["x"], "t"), tokenizer, max_len=30)
+
+
+def test_a_language_tag_before_the_target_neither_fills_an_empty_one_nor_counts(tokenizer):
+    """data.tags: decoder_bos writes the tag before each target: an empty target is still
+    empty (dropped, as under source tags), and max_len counts the target's own subwords."""
+    tagged = Vocab(tokenizer.src.model_proto, ["de", "en"])
+    towards = Tokenizer(tagged, tagged, None, "decoder_bos").towards("de")
+    length = len(tagged.encode(["the cat the cat"])[0])
+    text = ParallelText(["the dog", "a bird", "the cat"], ["", "der Hund", "the cat the cat"], "t")
+    assert encode_split(text, towards, max_len=length).keep == [1, 2]
 
 
 def test_batches_respect_budget_and_cover_every_pair_once():

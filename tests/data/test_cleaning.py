@@ -3,14 +3,15 @@ the first of equals kept; the length ratio measured on the corpus itself; proces
 nothing; memory for duplicates is 8 bytes a pair."""
 
 import dataclasses
+import logging
 import random
 import unicodedata
 
 import pytest
 
 from conftest import nmt, tiny_train_args
-from nmt.config import CleanConfig
-from nmt.data.cleaning import FILTERS, URL, Cleaner, _control, fold, letter_share
+from nmt.config import CleanConfig, ConfigError
+from nmt.data.cleaning import FILTERS, URL, Cleaner, _control, fold, letter_share, warn_unjudged
 from nmt.data.seen_hashes import SeenHashes
 
 # German-English pairs of ordinary length, as a corpus around the pairs under test: they
@@ -145,6 +146,11 @@ def test_the_length_ratio_is_the_corpus_own_whatever_the_languages():
     assert cleaner.ratio[0] < -0.5  # log(source / target): targets are longer
 
 
+def test_a_ratio_sample_too_small_to_tell_a_ratio_is_refused():
+    with pytest.raises(ConfigError, match="ratio_sample.*at least 50.*got 20"):
+        CleanConfig(ratio_sample=20)
+
+
 def test_too_few_pairs_measure_no_ratio():
     cleaner = Cleaner(CleanConfig(), "de", "en")
     judged = list(cleaner.clean([("Ein Hund.", "A very very very very long dog sentence.")]))
@@ -152,9 +158,17 @@ def test_too_few_pairs_measure_no_ratio():
 
 
 def test_a_language_py3langid_does_not_know_is_not_judged():
-    cleaner = Cleaner(CleanConfig(ratio_sample=1), "xx", "en")
+    cleaner = Cleaner(CleanConfig(max_ratio_deviation=None), "xx", "en")
     judged = list(cleaner.clean([("Ein Hund läuft.", "A dog runs.")]))
     assert judged[0].removed_by is None
+
+
+def test_a_language_the_filter_cannot_identify_is_named_where_it_would_judge(caplog):
+    """nmt clean and data.clean: true alike (cleaned_pairs) say so before cleaning."""
+    with caplog.at_level(logging.WARNING, logger="nmt"):
+        warn_unjudged(CleanConfig(), {"xx", "en"})
+        warn_unjudged(CleanConfig(language_rank=None), {"yy", "en"})  # no language filter
+    assert "cannot identify xx" in caplog.text and "yy" not in caplog.text
 
 
 def test_processes_judge_as_one_does(tmp_path):

@@ -14,6 +14,7 @@ from nmt.data import sources as sources_module
 from nmt.data.corpus import StreamSource, arrow_source, memory_source, prepare_corpus
 from nmt.data.splits import load_split
 from nmt.data.tokenizer import build_tokenizer
+from nmt.errors import UserError
 
 
 @pytest.fixture
@@ -72,6 +73,12 @@ def test_the_arrow_cache_is_reused_and_rebuilt_when_the_corpus_changes(
     changed = tiny_experiment(corpus)
     assert arrow_source(changed, tokenizer, tmp_path).description == "2 training pairs"
     assert len(list(tmp_path.glob("train-*"))) == 2
+    reversed_ = tiny_experiment(corpus, "data.src_lang=de", "data.tgt_lang=en")  # other sides
+    arrow_source(reversed_, tokenizer, tmp_path)
+    assert len(list(tmp_path.glob("train-*"))) == 3
+    (corpus / "train.de").write_text("ein Hund.\n", "utf-8")  # one line short of train.en
+    with pytest.raises(UserError, match="parallel files differ in length"):
+        arrow_source(reversed_, tokenizer, tmp_path / "again")  # the reading's own error
 
 
 @pytest.mark.parametrize("subwords", ["bpe", "unigram"])

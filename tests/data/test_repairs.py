@@ -26,7 +26,7 @@ def garbled(pair, codec):
 
 
 def judge(pairs, **settings):
-    config = dataclasses.replace(CleanConfig(), ratio_sample=1, **settings)
+    config = dataclasses.replace(CleanConfig(), max_ratio_deviation=None, **settings)
     cleaner = Cleaner(config, "de", "en")
     return list(cleaner.clean(pairs)), cleaner.report()
 

@@ -13,6 +13,7 @@ from nmt.data.tokenizer import (
     with_vocabularies,
     without_vocabularies,
 )
+from nmt.errors import UserError
 
 
 def test_round_trip(tokenizer):
@@ -33,6 +34,14 @@ def test_trained_model_is_reused(corpus_dir, tmp_path):
     assert len(list((tmp_path / "spm").iterdir())) == 1
     second = build_tokenizer(config, lines, lines, tmp_path)
     assert first.src.model_proto == second.src.model_proto
+
+
+def test_a_vocabulary_smaller_than_the_corpus_characters_is_named(tmp_path):
+    """800 distinct characters, each to be covered, do not fit in 50 pieces."""
+    lines = ["".join(chr(0x4E00 + i + 40 * row) for i in range(40)) for row in range(20)]
+    config = TokenizerConfig(vocab_size=50, character_coverage=1.0)
+    with pytest.raises(UserError, match="tokenizer.vocab_size=50 .*Raise tokenizer.vocab_size"):
+        build_tokenizer(config, lines, lines, tmp_path)
 
 
 def test_separate_vocabularies(corpus_dir, tmp_path):

@@ -3,6 +3,8 @@
 is used, and merging gives a plain model of the base's shape computing what the adapted
 one does."""
 
+import logging
+
 import pytest
 import torch
 from torch import nn
@@ -179,6 +181,13 @@ def test_adapters_on_an_rnnsearch_adapt_its_input_projections_and_refuse_bottlen
     other = build_model(config.model, FakeVocab(), FakeVocab())
     with pytest.raises(UserError, match="no Transformer layer"):
         add_adapters(other, AdapterConfig(type="bottleneck"))
+
+
+def test_a_target_this_model_lacks_is_named_beside_those_adapted(corpus_dir, caplog):
+    model = build_model(tiny_experiment(corpus_dir).model, FakeVocab(), FakeVocab())
+    with caplog.at_level(logging.WARNING, logger="nmt"):
+        wrapped = add_adapters(model, AdapterConfig(targets=["feed_forward", "output"], rank=2))
+    assert wrapped and "train.adapters.targets feed_forward: this model has no" in caplog.text
 
 
 def test_the_trained_state_round_trips_and_refuses_a_misfit(corpus_dir):

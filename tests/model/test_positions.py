@@ -1,3 +1,4 @@
+import copy
 import dataclasses
 import math
 
@@ -46,6 +47,17 @@ def test_rotary_turns_each_pair_by_its_angle():
     angle = torch.arange(4, 9, dtype=torch.float64)[:, None] * theta
     expected = torch.view_as_real(pairs * torch.polar(torch.ones_like(angle), angle)).flatten(-2)
     assert torch.allclose(rotated, expected, atol=1e-6)
+
+
+def test_rotary_turns_a_bf16_model_by_float32_angles():
+    """A bf16 copy of the model (training's, or decode.precision: bf16) rotates by the
+    angles float32 computes: bf16 angles of ~100 radians are off by up to a quarter."""
+    torch.manual_seed(2)
+    x = torch.randn(1, 2, 6, 16)
+    rotary = RotaryPositions(16)
+    expected = rotary.rotate(x, start=100)
+    got = copy.deepcopy(rotary).to(torch.bfloat16).rotate(x.bfloat16(), start=100)
+    torch.testing.assert_close(got.float(), expected, atol=0.03, rtol=0.02)
 
 
 def test_rotary_scores_depend_on_the_distance_only():
