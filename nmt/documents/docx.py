@@ -29,7 +29,12 @@ RUN_PROPERTIES, PARAGRAPH_PROPERTIES = qn("w:rPr"), qn("w:pPr")
 SPACE = "{http://www.w3.org/XML/1998/namespace}space"
 
 
+# what a .docx may unpack to: Word's XML compresses 5 to 20 times, a zip bomb a thousand
+EXPANSION, UNPACKED_FLOOR = 50, 16 << 20
+
+
 def translate_docx(data: bytes, translate: Translate, settings: Settings) -> bytes:
+    _check_unpacked_size(data)
     try:
         document = docx.Document(io.BytesIO(data))
     except (zipfile.BadZipFile, KeyError, ValueError, etree.XMLSyntaxError) as error:
@@ -43,6 +48,23 @@ def translate_docx(data: bytes, translate: Translate, settings: Settings) -> byt
     out = io.BytesIO()
     document.save(out)
     return out.getvalue()
+
+
+def _check_unpacked_size(data: bytes) -> None:
+    """python-docx unpacks and parses every part at once: a file whose parts would unpack to
+    far more than Word's XML ever compresses from is refused before any is read."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            unpacked = sum(member.file_size for member in archive.infolist())
+    except zipfile.BadZipFile:
+        return  # python-docx names what it is not
+    limit = max(EXPANSION * len(data), UNPACKED_FLOOR)
+    if unpacked > limit:
+        raise DocumentError(
+            f"its parts unpack to {unpacked:,} bytes, more than {EXPANSION} times the file's "
+            f"{len(data):,} (a Word document's XML compresses far less): refused unread. Save "
+            "it again from Word, or split it."
+        )
 
 
 def _parts(document):

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
 def translate_catalogue(data: bytes, translate: Translate, settings: Settings) -> bytes:
     try:
-        catalogue = polib.pofile(decoded(data), wrapwidth=78)
+        # polib opens any text that names a file as that file: a catalogue of one line,
+        # "/etc/passwd", would be read from the disk. No file's name ends in a line end.
+        catalogue = polib.pofile(decoded(data) + "\n", wrapwidth=78)
     except (OSError, ValueError) as error:  # polib names the line in its message
         raise DocumentError(str(error)) from None
     todo = [entry for entry in catalogue if not entry.obsolete and not entry.translated()]

@@ -26,11 +26,15 @@ if TYPE_CHECKING:
 PAIRS = {"strong": "b", "em": "i", "s": "s"}  # markdown-it's token names: our tags
 SPECIAL = re.compile(r"([\\`*_\[\]])")  # what would start Markdown of its own in text
 MARKER = re.compile(r"[-*+]|\d{1,9}[.)]")  # a list item's marker, in a line's prefix
+# a line as markdown-it numbers them: ended by \n, \r\n or \r alone (str.splitlines also
+# breaks at \v, \f, \x1c-\x1e, \x85, U+2028 and U+2029, which would shift every later block)
+LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+NOT_IN_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")  # copied as it stood
 
 
 def translate_markdown(data: bytes, translate: Translate, settings: Settings) -> bytes:
     text = decoded(data)
-    lines = text.splitlines(keepends=True)
+    lines = LINE.findall(text)
     parser = MarkdownIt("commonmark").enable("table").enable("strikethrough")
     parser.normalizeLink = lambda url: url  # a link's target as written, not percent-encoded
     units = _units(parser.parse(text))
@@ -79,11 +83,19 @@ def _marked(inline: Token) -> tuple[str, list[str]]:
         out.append(f'<x k="{len(kept)}"/>')
         kept.append(markdown)
 
+    def text(content: str) -> None:
+        start = 0
+        for match in NOT_IN_XML.finditer(content):
+            out.append(escape(content[start : match.start()]))
+            verbatim(match[0])
+            start = match.end()
+        out.append(escape(content[start:]))
+
     children = iter(inline.children or [])
     for child in children:
         kind = child.type
         if kind == "text":
-            out.append(escape(child.content))
+            text(child.content)
         elif kind == "softbreak":
             out.append(" ")
         elif kind == "hardbreak":

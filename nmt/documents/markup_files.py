@@ -2,7 +2,8 @@
 reads a line (nmt/data/markup/), the whole file at once so that a paragraph may span
 lines; plain text a paragraph a line. An HTML page's text that readers see in attributes
 (TRANSLATED_ATTRIBUTES: alt, title, placeholder, aria-label) is translated too, each
-value a segment of its own, unless its element says not to (translate="no")."""
+value a segment of its own, unless its element or one around it says not to
+(translate="no")."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import re
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING
 
-from nmt.data.markup import MarkupError, parse
+from nmt.data.markup import VERBATIM, VOID, MarkupError, parse, says_untranslated
 from nmt.documents.errors import DocumentError, decoded
 from nmt.documents.segments import Segment, Translate
 
@@ -52,17 +53,34 @@ def _whole(data: bytes, translate: Translate, kind, attributes=None) -> bytes:
 
 
 class _Values(HTMLParser):
-    """The spans [start, end) of the values of TRANSLATED_ATTRIBUTES in a page's tags."""
+    """The spans [start, end) of the values of TRANSLATED_ATTRIBUTES in a page's tags, but
+    in and inside an element whose content is not translated (translate="no", the class
+    "notranslate", code and its kin): HTML's translate holds for what an element holds."""
 
     def __init__(self, text: str):
         super().__init__(convert_charrefs=False)
         self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
         self.text, self.spans = text, []
+        self.untranslated: list[str] = []  # the elements open since an untranslated one
         self.feed(text)
         self.close()
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if dict(attrs).get("translate") == "no":
+        self._tag(tag, attrs, closes_itself=False)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._tag(tag, attrs, closes_itself=True)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.untranslated:  # closing it closes what opened inside it, left open
+            while self.untranslated.pop() != tag:
+                pass
+
+    def _tag(self, tag: str, attrs: list[tuple[str, str | None]], closes_itself: bool) -> None:
+        untranslated = bool(self.untranslated) or tag in VERBATIM or says_untranslated(dict(attrs))
+        if untranslated and not closes_itself and tag not in VOID:
+            self.untranslated.append(tag)
+        if untranslated:
             return
         line, column = self.getpos()
         start = self.line_starts[line - 1] + column
@@ -72,8 +90,6 @@ class _Values(HTMLParser):
             if found:
                 group = 1 if found.group(1) is not None else 2
                 self.spans.append((start + found.start(group), start + found.end(group)))
-
-    handle_startendtag = handle_starttag
 
 
 def _with_attributes_translated(text: str, translate: Translate) -> str:

@@ -4,11 +4,13 @@ target yet (and is not marked translate="no") is translated with its inline code
 state "needs-review-translation" with state-qualifier "mt-suggestion", in 2.x the segment's
 state "translated" (2.x has no state for a machine's suggestion). The file's target language
 (1.2 target-language, 2.x trgLang) is set to the language written; everything else is
-kept as it was."""
+kept as it was. A group's or file's translate="no" holds for the units inside it, unless
+one says otherwise."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from xml.sax.saxutils import quoteattr
 
 from lxml import etree
 
@@ -27,11 +29,12 @@ def translate_xliff(data: bytes, translate: Translate, settings: Settings) -> by
             f"line {root.sourceline}: the root element is <{_local(root.tag)} version="
             f"{version!r}>, not an XLIFF 1.2 or 2.x <xliff>"
         )
-    namespace = root.nsmap.get(None, "")
     units = _untranslated(root, version)
     translated = translate([Segment(_inner(source), "xml") for source, _ in units])
     for (source, parent), text in zip(units, translated, strict=True):
-        target = _element(f"<target{_xmlns(namespace)}>{text}</target>", source.sourceline)
+        # every namespace in scope at the source, which its inline codes' prefixes may use
+        wrapper = f"<target{_declarations(source.nsmap)}>{text}</target>"
+        target = _element(wrapper, source.sourceline)
         target.tail = source.tail
         source.addnext(target)
         if version.startswith("1"):
@@ -61,7 +64,7 @@ def _untranslated(root: etree._Element, version: str) -> list[tuple]:
         if not isinstance(holder.tag, str) or _local(holder.tag) != container:
             continue
         unit = holder if version.startswith("1") else holder.getparent()
-        if unit.get("translate") == "no":
+        if not _translatable(unit):
             continue
         children = {_local(child.tag): child for child in holder if isinstance(child.tag, str)}
         source, target = children.get("source"), children.get("target")
@@ -87,8 +90,19 @@ def _element(text: str, line: int) -> etree._Element:
         raise DocumentError(f"line {line}: the translation is not XML ({error.msg})") from None
 
 
-def _xmlns(namespace: str) -> str:
-    return f' xmlns="{namespace}"' if namespace else ""
+def _translatable(unit: etree._Element) -> bool:
+    """A unit's translate="no" or "yes", or else its nearest group's or file's: it inherits."""
+    for element in (unit, *unit.iterancestors()):
+        if element.get("translate") is not None:
+            return element.get("translate") != "no"
+    return True
+
+
+def _declarations(namespaces: dict) -> str:
+    return "".join(
+        f" xmlns{'' if prefix is None else ':' + prefix}={quoteattr(uri)}"
+        for prefix, uri in namespaces.items()
+    )
 
 
 def _local(tag: str) -> str:

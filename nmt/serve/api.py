@@ -20,6 +20,20 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 MAX_BEAM = 16  # a request's cost grows with sentences × beam: this bounds what one may ask
 
 
+def whole_characters(text: str | None) -> str | None:
+    """`text` as it is; a ValueError (a 422 naming the field) where it holds a lone
+    surrogate, which JSON's \\ud800 escapes can give and no tokenizer can read."""
+    try:
+        if text is not None:
+            text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(
+            f"not valid Unicode at character {error.start} (a lone surrogate, such as "
+            "\\ud800): send whole characters"
+        ) from None
+    return text
+
+
 class ConstraintsIn(BaseModel):
     """Phrases a translation must hold and must not (subwords of the target tokenizer)."""
 
@@ -27,6 +41,13 @@ class ConstraintsIn(BaseModel):
 
     include: list[StrictStr] = Field([], description="Phrases the translation must hold.")
     exclude: list[StrictStr] = Field([], description="Phrases it must not hold.")
+
+    @field_validator("include", "exclude")
+    @classmethod
+    def _are_text(cls, phrases: list[str]) -> list[str]:
+        for phrase in phrases:
+            whole_characters(phrase)
+        return phrases
 
 
 class TranslateRequest(BaseModel):
@@ -95,16 +116,8 @@ class TranslateRequest(BaseModel):
 
     @field_validator("src", "prefix")
     @classmethod
-    def _is_text(cls, src: str | None) -> str | None:
-        try:  # JSON's \\ud800 escapes give lone surrogates, which no tokenizer can read
-            if src is not None:
-                src.encode("utf-8")
-        except UnicodeEncodeError as error:
-            raise ValueError(
-                f"not valid Unicode at character {error.start} (a lone surrogate, such as "
-                "\\ud800): send whole characters"
-            ) from None
-        return src
+    def _is_text(cls, text: str | None) -> str | None:
+        return whole_characters(text)
 
 
 class Attention(BaseModel):

@@ -10,7 +10,6 @@ like the config's keys.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import re
 from collections.abc import Sequence
@@ -26,7 +25,7 @@ from nmt.errors import UserError
 from nmt.serve.api import MAX_BEAM, excerpt
 from nmt.translate.constraints import TextConstraints
 from nmt.translate.markup import Placement
-from nmt.translate.memory import remembers
+from nmt.translate.memory import remembers, without_memory
 from nmt.translate.results import AttentionMap, Translation
 from nmt.translate.routing import connecting
 from nmt.translate.translator import Translator
@@ -210,9 +209,8 @@ def translate_items(
     """One list of n-best answers (dicts, best first) per item, in order; `markup`: each
     item's src is marked up (then none asks for what names one sentence's translation),
     its tags placed by `placement` (None: projection)."""
-    if translator.memory is not None and not remembers(translator, tgt_lang):
-        translator = copy.copy(translator)  # a direction its memory does not hold
-        translator.memory = None
+    if not remembers(translator, tgt_lang):  # a direction its memory does not hold
+        translator = without_memory(translator)
     asked: dict = {}
     if markup is not None and placement is not None:
         asked["placement"] = placement

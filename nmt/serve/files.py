@@ -19,6 +19,7 @@ from nmt.documents.segments import SegmentTranslator
 from nmt.errors import UserError
 from nmt.serve.api import excerpt
 from nmt.serve.catalog import ServedModel
+from nmt.translate.memory import without_memory
 
 MEDIA_TYPES = {
     "txt": "text/plain; charset=utf-8",
@@ -59,7 +60,8 @@ def serve_files(app: FastAPI, models: dict[str, ServedModel]) -> None:
         ] = None,
     ) -> Response:
         """Translate a file (HTML, XML, Markdown, SubRip, WebVTT, gettext, XLIFF, Word): the
-        answer is the file translated, in its format, named NAME.LANG.EXT."""
+        answer is the file translated, in its format, named NAME.LANG.EXT. A model's
+        translation memory is not read for files."""
         model = models.get(id)
         if model is None:
             known = ", ".join(repr(name) for name in models)
@@ -73,9 +75,9 @@ def serve_files(app: FastAPI, models: dict[str, ServedModel]) -> None:
         name = PurePosixPath(file.filename or "file").name
         document = _format(format, name)
         data = await file.read()
-        translator = SegmentTranslator(
-            model.translator, src_lang=src_lang, options={"tgt_lang": tgt_lang}
-        )
+        # a file's tags are placed through alignments, which a memory's lines cannot give
+        engine = without_memory(model.translator)
+        translator = SegmentTranslator(engine, src_lang=src_lang, options={"tgt_lang": tgt_lang})
         language = tgt_lang or model.translator.target_languages[0]
         async with one_at_a_time:
             try:

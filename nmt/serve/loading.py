@@ -78,6 +78,13 @@ def add_memory(models: dict[str, ServedModel], path: Path) -> None:
             "model's direction."
         )
     for model in fitting:
+        if model.translator.memory is not None:
+            held = model.translator.memory
+            raise UserError(
+                f"--tm {path}: served model {model.id!r} already reads an earlier --tm (of "
+                f"{held.src_lang}-{held.tgt_lang} pairs), and a model reads one memory: give "
+                "it one --tm, of the direction to remember."
+            )
         model.translator.memory = memory
 
 

@@ -9,6 +9,7 @@ the remaining lines as they are.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -51,6 +52,16 @@ def remembers(translator, tgt_lang: str | None) -> bool:
     languages = translator.target_languages
     target = tgt_lang or translator.tgt_lang or (languages[0] if len(languages) == 1 else None)
     return target == memory.tgt_lang
+
+
+def without_memory(translator):
+    """`translator` itself where it has no memory, else a copy that reads none: for what
+    cannot go with one (a direction it does not hold, a file whose tags need alignments)."""
+    if translator.memory is None:
+        return translator
+    translator = copy.copy(translator)
+    translator.memory = None
+    return translator
 
 
 def check_memory_call(translator, options: dict, tgt_lang: str | None) -> None:

@@ -9,6 +9,7 @@ import io
 import random
 import typing
 import xml.etree.ElementTree as ET
+import zipfile
 
 import docx
 import polib
@@ -224,6 +225,31 @@ def test_xliff_2_segments_get_targets_and_the_file_its_target_language():
     assert (last.get("state"), last.find("x2:target", NS).text) == ("final", "ein Vogel.")
 
 
+XLIFF_ITS = b"""<?xml version="1.0" encoding="UTF-8"?>
+<xliff xmlns="urn:oasis:names:tc:xliff:document:2.0" version="2.0" srcLang="en"
+       xmlns:its="http://www.w3.org/2005/11/its">
+ <file id="f1">
+  <unit id="u1"><segment><source>we see <mrk id="m" its:term="yes">the dog</mrk></source>
+  </segment></unit>
+  <group id="g" translate="no">
+   <unit id="u2"><segment><source>a bird.</source></segment></unit>
+   <unit id="u3" translate="yes"><segment><source>we sleep.</source></segment></unit>
+  </group>
+ </file>
+</xliff>
+"""
+
+
+def test_xliff_inline_codes_keep_their_prefixes_and_units_inherit_translate_no():
+    out, _ = translated("xliff", XLIFF_ITS, tgt_lang="de")
+    units = {u.get("id"): u for u in ET.fromstring(out).iter(f"{{{NS['x2']}}}unit")}
+    target = units["u1"].find("x2:segment/x2:target", NS)
+    (mark,) = target
+    assert mark.get("{http://www.w3.org/2005/11/its}term") == "yes" and mark.text == "THE DOG"
+    assert units["u2"].find("x2:segment/x2:target", NS) is None  # its group's translate="no"
+    assert units["u3"].find("x2:segment/x2:target", NS).text == "WE SLEEP."
+
+
 def test_a_word_document_keeps_each_runs_formatting_with_its_words_and_its_links():
     out, _ = translated("docx", word_document())
     document = docx.Document(io.BytesIO(out))
@@ -280,6 +306,15 @@ def test_markdown_keeps_its_blocks_markers_code_and_link_targets():
     assert "A break, and a *star*." in translator.sentences  # the autolink held out
 
 
+def test_markdown_counts_lines_as_its_parser_does():
+    """U+2028, \\v or \\x85 inside a paragraph end no line for markdown-it: each later
+    block is still written over its own lines."""
+    out, _ = translated("md", "a\u2028b\n\nc\x85d\n\ne\r\nf\rg\n".encode())
+    assert out.decode() == "A B\n\nC D\n\nE F G\n"
+    out, _ = translated("md", b"\x1f\n\na\x1fb \x00c\n")  # characters XML cannot hold
+    assert out.decode() == "\x1f\n\nAB \x1f\ufffdC\n"  # each kept, where alignments put it
+
+
 def test_plain_text_keeps_its_lines_and_their_ends():
     out, translator = translated("txt", b"we see a dog. the bird sleeps.\r\n\nwe sleep {n} days\n")
     assert out == b"WE SEE A DOG. THE BIRD SLEEPS.\r\n\nWE SLEEP {n} DAYS\n"
@@ -305,16 +340,38 @@ def test_a_file_its_library_cannot_read_is_an_error_naming_where(name, data, whe
     assert where in str(error.value)
 
 
+def test_a_catalogue_that_names_a_file_is_read_as_text_never_from_the_disk(tmp_path):
+    """polib reads a file where the text it is given names one: an upload of one line,
+    the path of a catalogue on the server, would come back with that catalogue's text."""
+    secret = tmp_path / "secret.po"
+    secret.write_text('msgid "a"\nmsgstr "the secret"\n', "utf-8")
+    with pytest.raises(UserError, match="not a po file its library.*line 1"):
+        translated("po", str(secret).encode())  # text, and no catalogue
+
+
+def test_a_word_document_that_would_unpack_to_far_more_than_word_writes_is_refused_unread():
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("word/document.xml", b"<w:p/>" * (3 << 20))  # 18 MiB, a few KiB packed
+    with pytest.raises(UserError, match=r"unpack to 18,874,368 bytes, more than 50 times"):
+        translated("docx", packed.getvalue())
+
+
 def test_html_attributes_readers_see_are_translated_unless_their_element_says_no():
     page = (
         '<p title="the dog">we see <img alt="a bird &amp; a dog" src="the dog.png"> today.</p>'
         '<input placeholder=\'we sleep\'/><a aria-label="the bird" href="#the">x</a>'
         '<p translate="no" title="keep">the cat</p>'
+        '<div class="x notranslate"><p>a <img alt="kept too"><span title="and this">b</div>'
+        '<code><abbr title="kept in code">x</abbr></code><p title="a dog">after</p>'
     )
     out, translator = translated("html", page.encode())
     text = out.decode()
     assert '<p title="THE DOG">' in text and 'alt="A BIRD &amp; A DOG" src="the dog.png"' in text
     assert "placeholder='WE SLEEP'" in text and 'aria-label="THE BIRD" href="#the"' in text
     assert '<p translate="no" title="keep">the cat</p>' in text
+    for value in ("kept too", "and this", "kept in code"):  # inside what says no: kept
+        assert f'"{value}"' in text
+    assert '<p title="A DOG">' in text  # after it all is closed
     assert "a bird & a dog" in translator.sentences  # the value read as plain text
     assert [t[:2] for t in tags(text)] == [t[:2] for t in tags(page)]

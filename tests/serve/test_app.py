@@ -145,6 +145,15 @@ REFUSALS = {
             "send whole characters",
         ),
     ),
+    "a lone surrogate in a constraint": (
+        b'[{"src": "a", "id": "demo", "constraints": {"exclude": ["b", "\\udc00"]}}]',
+        422,
+        (
+            ["body", 0, "constraints", "exclude"],
+            "Value error, not valid Unicode at character 0 (a lone surrogate, such as \\ud800): "
+            "send whole characters",
+        ),
+    ),
     "markup with what names one sentence's translation": (
         [{"src": "a <b>b</b>", "id": "demo", "markup": "html", "alignments": True}],
         422,

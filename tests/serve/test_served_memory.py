@@ -45,6 +45,16 @@ def test_a_memory_no_served_model_translates_is_refused_before_serving(
         load_models([str(checkpoint)], memories=[memory_file])
 
 
+def test_a_second_memory_for_a_model_is_refused_not_put_over_the_first(
+    corpus_dir, tokenizer, memory_file, tmp_path
+):
+    from conftest import write_checkpoint
+
+    checkpoint = write_checkpoint(tmp_path / "en-de.pt", tiny_experiment(corpus_dir), tokenizer)
+    with pytest.raises(UserError, match="already reads an earlier --tm .*one memory"):
+        load_models([str(checkpoint)], memories=[memory_file, memory_file])
+
+
 def test_a_request_into_a_language_the_memory_lacks_goes_without_it(
     corpus_dir, tokenizer, memory_file
 ):
@@ -62,3 +72,26 @@ def test_a_request_into_a_language_the_memory_lacks_goes_without_it(
         item = {"src": german, "id": "two", "tgt_lang": "en", "alignments": True}
         status, answer = client.translate([item])
         assert status == 200 and "tm_match" not in answer[0][0] and "align" in answer[0][0]
+
+
+def uploaded(translator, page: bytes):
+    """The status and answer of POST /translate_file with `page` as page.html."""
+    from test_files import multipart
+
+    body, headers = multipart({"id": "m"}, ("page.html", page))
+    with serving_app(create_app({"m": ServedModel("m", translator)}, workers=1)) as client:
+        return client.request("POST", "/translate_file", body, headers=headers)
+
+
+def test_a_file_is_translated_by_a_model_with_a_memory_as_without_it(
+    corpus_dir, tokenizer, memory_file
+):
+    """A file's tags are placed through alignments, which a memory's lines cannot give: a
+    served model with --tm translates a file as it would without (no 422 the client could
+    do nothing about), its memory's exact match not taken."""
+    translator = make_translator(tiny_experiment(corpus_dir), tokenizer, beam=2)
+    exact = (corpus_dir / "train.en").read_text("utf-8").splitlines()[3]
+    page = f"<p>{exact}</p>".encode()
+    without = uploaded(translator, page)
+    translator.memory = TranslationMemory.load(memory_file)
+    assert uploaded(translator, page) == without and without[0] == 200, without

@@ -31,6 +31,7 @@ from nmt.data.markup.elements import (
     Part,
     Sentence,
     kept,
+    says_untranslated,
 )
 from nmt.data.markup.model_tags import ModelTags, model_tags, place_by_model
 from nmt.data.markup.placing import project
@@ -56,4 +57,5 @@ __all__ = [
     "plain",
     "project",
     "render",
+    "says_untranslated",
 ]

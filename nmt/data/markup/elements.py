@@ -22,6 +22,14 @@ VERBATIM = frozenset({"code", "kbd", "samp", "var", "math", "svg"})
 RAW = frozenset({"pre", "script", "style", "textarea", "template", "noscript", "iframe"})
 # what an HTML element not named above is: a block, which ends a sentence
 
+
+def says_untranslated(attrs: dict[str, str | None]) -> bool:
+    """An element's own word that its content is not to be translated: translate="no"
+    (its:translate="no" in XML) or the class "notranslate"."""
+    untranslated = attrs.get("translate") == "no" or attrs.get("its:translate") == "no"
+    return untranslated or "notranslate" in (attrs.get("class") or "").split()
+
+
 # What comes out exactly as it went in: held out of the sentences by `parse(keep=...)`.
 _URL_END = r"[^\s<>\"'.,;:!?)\]}]"  # a URL's last character: not the sentence's punctuation
 _UNITS = (

@@ -20,6 +20,7 @@ from nmt.data.markup.elements import (
     MarkupKind,
     Part,
     Sentence,
+    says_untranslated,
 )
 
 
@@ -154,8 +155,7 @@ def _held(tokens: list[_Token], keep: re.Pattern | None) -> list[_Token]:
 
 
 def _kind(event: str, name: str, attrs: dict[str, str | None], kind: MarkupKind) -> str:
-    untranslated = attrs.get("translate") == "no" or attrs.get("its:translate") == "no"
-    untranslated |= "notranslate" in (attrs.get("class") or "").split()
+    untranslated = says_untranslated(attrs)
     if event in ("text", "verbatim", "raw"):
         return event
     if kind == "xml":
