@@ -220,6 +220,7 @@ def test_newer_checkpoint_format_is_refused(run, tmp_path, command):
         (["--hyp", "h", "--ref", "r", "--beam", "1"], ["--hyp", "nothing is decoded", "--beam"]),
         (["--hyp", "h", "--ref", "r", "--split", "test"], ["--hyp", "drop --split"]),
         (["--hyp", "h", "--ref", "r", "--ensemble"], ["--hyp", "drop --ensemble"]),
+        (["--hyp", "h", "--ref", "r", "--tm", "m", "--adapter", "a"], ["drop --adapter and --tm"]),
         (["--hyp", "h", "--src", "s", "--ref", "r"], ["--hyp", "--checkpoint", "one or the other"]),
         (["--hyp", "h"], ["--hyp needs --ref"]),
         (["--checkpoint", "m.pt", "--src", "s"], ["--src s needs --ref"]),
@@ -237,6 +238,7 @@ def test_newer_checkpoint_format_is_refused(run, tmp_path, command):
         "hyp with beam",
         "hyp with split",
         "hyp with ensemble",
+        "hyp with a memory and an adapter",
         "hyp with src",
         "hyp without ref",
         "src without ref",
@@ -262,6 +264,9 @@ def test_eval_test_set_of_own_files_must_align(run, corpus):
     refused(result, f"--src {src} has 40 lines", f"--ref {ref} has 39", "line by line")
     missing = cli("eval", "--checkpoint", run / "best.pt", "--src", corpus / "no.en", "--ref", ref)
     refused(missing, corpus / "no.en", "cannot read")
+    empty = corpus / "empty.de"
+    empty.write_bytes(b"\xef\xbb\xbf")  # a byte order mark, and no line
+    refused(cli("eval", "--hyp", empty, "--ref", empty), f"--ref {empty} has no lines")
 
 
 # Translate
@@ -347,6 +352,9 @@ def test_non_finite_loss_skips_the_batch_then_aborts(monkeypatch, corpus_dir, tm
         payload = load_checkpoint(tmp_path / name)
         assert payload["step"] == 3
         assert all(torch.isfinite(w).all() for w in payload["model"].values())
+    again = tiny_train_args(tmp_path, corpus_dir, *FAST, "train.max_bad_steps=3")
+    resumed = cli(*again, "--resume")  # and diverges again at once: last.pt knows its step
+    refused(resumed, "training diverged", "last.pt (step 3) and best.pt are untouched")
 
 
 def test_disk_full_at_checkpoint_keeps_the_previous_one(monkeypatch, corpus_dir, tmp_path):
@@ -355,7 +363,8 @@ def test_disk_full_at_checkpoint_keeps_the_previous_one(monkeypatch, corpus_dir,
     real_fsync, files_synced = nmt.outputs.os.fsync, []
 
     def fsync(fd):
-        if stat.S_ISREG(os.fstat(fd).st_mode):  # a checkpoint, not its directory
+        checkpoint = ".pt." in os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
+        if checkpoint and stat.S_ISREG(os.fstat(fd).st_mode):  # not config.yaml, a directory
             if len(files_synced) == 2:  # best.pt and last.pt at step 3 are written
                 raise OSError(errno.ENOSPC, "No space left on device")
             files_synced.append(fd)

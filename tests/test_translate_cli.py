@@ -64,6 +64,24 @@ def test_stdin_is_translated_line_by_line_as_it_arrives(checkpoint):
         process.wait()
 
 
+def test_a_reader_that_goes_away_ends_translation_quietly(checkpoint):
+    """`nmt translate | head -1`: once what reads the translations closes the pipe, the
+    next one written ends the command with SIGPIPE's status (141) and no traceback."""
+    process = streaming("translate", "--checkpoint", checkpoint)
+    try:
+        process.stdin.write(LINES[0] + "\n")
+        process.stdin.flush()
+        assert process.stdout.readline()
+        process.stdout.close()
+        process.stdin.write(LINES[2] + "\n")
+        process.stdin.flush()
+        status, errors = process.wait(timeout=60), process.stderr.read()
+        assert status == 141 and "Traceback" not in errors and "ignored" not in errors, errors
+    finally:
+        process.kill()
+        process.wait()
+
+
 def test_nbest_alignments_and_heatmaps_from_the_command_line(checkpoint, tmp_path):
     (tmp_path / "in.txt").write_text("".join(line + "\n" for line in LINES))
     found = nmt(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -45,6 +46,21 @@ def guarded(action: Callable[[], object]) -> None:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         raise typer.Exit(130) from None
+    except BrokenPipeError:  # what reads standard output went away (`| head`): as SIGPIPE
+        _drop_standard_output()
+        raise typer.Exit(141) from None
+
+
+def _drop_standard_output() -> None:
+    """Points standard output at /dev/null, so that Python's last flush of what is still
+    buffered for the closed pipe does not fail again at exit."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)
 
 
 @contextlib.contextmanager

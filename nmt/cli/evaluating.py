@@ -87,9 +87,8 @@ def evaluate(
         from nmt.translate.evaluation import evaluate_run, score_files
         from nmt.translate.grid import evaluate_grid
 
-        _check_eval_options(
-            checkpoint, split, src, hyp, ref, set_, decode, ensemble, workers, tgt_lang
-        )
+        given = {"--workers": workers, "--tgt-lang": tgt_lang, "--adapter": adapter, "--tm": tm}
+        _check_eval_options(checkpoint, split, src, hyp, ref, set_, decode, ensemble, given)
         grid = {name: decode.pop(name) for name in GRID if name in decode}
         if all(len(values) == 1 for values in grid.values()):
             decode.update({name: values[0] for name, values in grid.items()})
@@ -132,10 +131,10 @@ def _check_eval_options(
     overrides: list[str] | None,
     decode: dict,
     ensemble: bool,
-    workers: int | None = None,
-    tgt_lang: str | None = None,
+    translating: dict[str, object | None],
 ) -> None:
-    """Refuses option combinations of nmt eval that are incomplete, or that it would ignore."""
+    """Refuses option combinations of nmt eval that are incomplete, or that it would ignore;
+    `translating`: the options that only translating reads, by name (None: not given)."""
     if hyp:
         if checkpoint or src is not None:
             raise UserError(
@@ -145,14 +144,11 @@ def _check_eval_options(
         unused = [f"--{key.replace('_', '-')}" for key in decode]
         if ensemble:
             unused.append("--ensemble")
-        if workers is not None:
-            unused.append("--workers")
         if split is not None:
             unused.append("--split")
         if overrides:
             unused.append("--set")
-        if tgt_lang is not None:
-            unused.append("--tgt-lang")
+        unused += [name for name, value in translating.items() if value is not None]
         if unused:
             raise UserError(
                 "--hyp scores translations made elsewhere, so nothing is decoded and no corpus "

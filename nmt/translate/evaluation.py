@@ -166,6 +166,8 @@ def _aligned(option: str, path: Path, ref: Path) -> tuple[list[str], list[str]]:
             f"{option} {path} has {len(lines)} lines but --ref {ref} has {len(references)}; "
             "they must align line by line."
         )
+    if not references:
+        raise UserError(f"--ref {ref} has no lines: there is nothing to score.")
     return lines, references
 
 

@@ -167,6 +167,8 @@ def write_translations(
         except OSError as error:
             raise UserError(f"--attention-plots {plot_dir}: cannot create it ({error}).") from None
     progress = ProgressLine("translating", source.total)
+    if markup is not None:  # a marked-up line has one translation, whatever decode.nbest says
+        translator = translator.with_decode(nbest=1)
     index, missed, nbest = 0, [], translator.decode.nbest
     try:
         for group in source.groups():

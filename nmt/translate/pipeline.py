@@ -74,7 +74,7 @@ def translate_stream(
     chunk's blank lines), so that it counts every line. `first`: the lines' numbering (see
     the module's docstring)."""
     batch_size = batch_size or decode.batch_size
-    items = _in_step(lines, constraints, prefixes, first)
+    items = in_step(lines, constraints, prefixes, first)
     while chunk := list(itertools.islice(items, chunk_lines)):
         yield from _translate_chunk(
             chunk, tokenizer, decode, search, wanted, batch_size, workers, done
@@ -161,7 +161,7 @@ def _words_only(src_pieces: list[str], prefix: list[int]) -> list[str]:
     return [""] * len(prefix) + src_pieces[len(prefix) :]
 
 
-def _in_step(
+def in_step(
     lines: Iterable[str],
     constraints: Iterable[Any] | None,
     prefixes: Iterable[str | None] | None,

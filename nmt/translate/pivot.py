@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from nmt.search import length_penalty
+from nmt.translate.pipeline import in_step
 from nmt.translate.results import Candidate, PairScore, Translation
 from nmt.translate.routing import by_route, check_route, line_routes, routes_any, target_of
 
@@ -225,15 +226,14 @@ def _pivoting(translator: Any, decode: Any, tgt_lang: str | None, src_lang: str 
 
 
 def _chunks(translator, lines, target, src_lang, wanted, constraints, prefix, chunk, done, first):
-    items = iter(lines)
-    numbers = itertools.count(first) if isinstance(first, int) else iter(first)
-    guides = None if constraints is None else iter(constraints)
-    starts = None if prefix is None else iter(prefix)
+    """`chunk` lines at a time, each with its number, constraints and prefix (a UserError
+    where those end before the lines do, as without a pivot)."""
+    items = in_step(lines, constraints, prefix, first)
     while part := list(itertools.islice(items, chunk)):
-        taken = [None if given is None else list(itertools.islice(given, len(part)))
-                 for given in (guides, starts)]  # fmt: skip
-        counted = list(itertools.islice(numbers, len(part)))
-        yield from routed(translator, part, target, src_lang, wanted, *taken, counted)
+        counted, texts, guides, starts = (list(column) for column in zip(*part, strict=True))
+        taken = [None if given is None else values
+                 for given, values in ((constraints, guides), (prefix, starts))]  # fmt: skip
+        yield from routed(translator, texts, target, src_lang, wanted, *taken, counted)
         if done is not None:
             done(len(part))
 

@@ -106,7 +106,8 @@ class Translator:
         """One checkpoint (a .pt file or a run directory's best.pt), or several as an
         ensemble. `device` "auto": CUDA when torch sees one, unless `quantize` "int8".
         `workers`: batches side by side (None: one per core on a CPU). `attention_layer`:
-        what alignments and plots show; `tgt_lang`: the language to write, of several;
+        what alignments and plots show (of each model, a chain's too); `tgt_lang`: the
+        language to write, of several;
         `decode` replaces decode settings (beam=5, precision="bf16", ...); `then`: a
         second checkpoint, a chain (nmt/translate/pivot.py); `adapter`: an adapter
         checkpoint on the one checkpoint, its base; `memory`: a translation memory
@@ -117,7 +118,7 @@ class Translator:
         if memory is not None:
             loaded.memory = memory_for(memory, loaded.config)
         if then is not None:
-            second = load_model(then, device, quantize)
+            second = load_model(then, device, quantize, attention_layer)  # both legs' maps
             loaded = loaded.chained(_loaded(cls, then, second, quantize, workers, decode))
         if tgt_lang is not None:
             (loaded.then or loaded).towards(tgt_lang)  # an unknown language fails here

@@ -1,6 +1,7 @@
 """Marked-up text through a trained demo model: the tags come back around the words that
 translate the words they wrapped, and the words are those of the plain translation."""
 
+import io
 import re
 
 import pytest
@@ -9,6 +10,7 @@ from conftest import make_translator, nmt, tiny_experiment
 from nmt.data.corpus import prepare_corpus
 from nmt.data.markup import plain
 from nmt.errors import UserError
+from nmt.translate.lines import InputLines, write_translations
 from nmt.translate.translator import Translator
 
 TAGGED = [  # (marked-up English, the German words each tag must wrap)
@@ -44,6 +46,16 @@ def test_options_that_name_one_sentences_translation_are_refused(translator):
     for options in ({"nbest": 2}, {"alignments": True}, {"constraints": {"include": ["x"]}}):
         with pytest.raises(UserError, match="cannot go with it"):
             translator.translate("a <b>dog</b>.", markup="html", **options)
+
+
+def test_a_models_own_nbest_still_gives_a_marked_up_line_one_translation(translator):
+    """decode.nbest of the checkpoint (not asked for on the command line) names plain
+    lines' n-best lists; a marked-up line is answered once, in its own form."""
+    several = translator.with_decode(beam=4, nbest=3)
+    sink = io.StringIO()
+    write_translations(several, InputLines(io.BytesIO(b"a <b>dog</b>.\n")), sink, markup="html")
+    expected = translator.translate("a <b>dog</b>.", markup="html").text
+    assert sink.getvalue() == expected + "\n"
 
 
 def test_the_command_keeps_each_lines_tags_and_refuses_what_cannot_go_with_markup(

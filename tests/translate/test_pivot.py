@@ -3,10 +3,11 @@ by hand; untrained directions pivot by default; paths rank by both legs' length-
 scores; alignments compose through the pivot; the server pivots and lists its pivots."""
 
 import logging
+import re
 
 import pytest
 
-from conftest import nmt, tiny_experiment, write_checkpoint, write_parallel
+from conftest import TINY_TRANSFORMER, nmt, tiny_experiment, write_checkpoint, write_parallel
 from nmt.data.demo import generate_pairs
 from nmt.data.tokenizer import build_tokenizer
 from nmt.errors import UserError
@@ -213,6 +214,28 @@ def test_constraint_errors_through_a_pivot_name_the_input_line(models, tmp_path)
               "en", "--max-constraints", "1", "--constraints", terms,
               input="".join(line + "\n" for line in GERMAN))  # fmt: skip
     assert ran.returncode == 2 and "input line 3, constraints: 2 phrases" in ran.stderr, ran.stderr
+
+
+def test_prefixes_that_end_before_the_lines_are_named_through_a_chain(models, tmp_path):
+    """As without a pivot: the file that ends first is named with the line it lacks."""
+    prefixes = tmp_path / "prefixes.xx"
+    prefixes.write_text("a\n", "utf-8")
+    ran = nmt("translate", "--checkpoint", models["de-en"], "--then", models["en-xx"],
+              "--prefix", prefixes, input="".join(line + "\n" for line in GERMAN))  # fmt: skip
+    assert ran.returncode == 2 and f"{prefixes} (1 lines): it ends before the lines" in ran.stderr
+    assert "(at line 2)" in ran.stderr
+
+
+def test_the_attention_layer_is_asked_of_both_models_of_a_chain(
+    models, corpus_dir, tokenizer, tmp_path
+):
+    """The second model's maps are what a chain's alignments and plots end with: it must
+    have the layer asked for too (it was left at its last, the option unheard)."""
+    german = tiny_experiment(corpus_dir, *TINY_TRANSFORMER, "data.src_lang=de", "data.tgt_lang=en")
+    first = write_checkpoint(tmp_path / "de-en.pt", german, tokenizer)
+    assert Translator.load(first, attention_layer=1).model.attention_layers >= 1
+    with pytest.raises(UserError, match=re.escape(f"{models['en-xx']} has an RNNsearch decoder")):
+        Translator.load(first, then=models["en-xx"], attention_layer=1)
 
 
 def test_a_line_draws_the_same_samples_through_a_pivot_whatever_read_it_came_in(models):
