@@ -242,11 +242,11 @@ def restore_model(
     tokenizer = checkpoint_tokenizer(payload, path, base_payload)
     model = build_model(config.model, tokenizer.src, tokenizer.tgt)
     if base_payload is not None:
-        with _weights_checked(path):
+        with weights_checked(path):
             model.load_state_dict(translation_weights(base_payload))
         adapt(model, payload, path)
     else:
-        with _weights_checked(path):
+        with weights_checked(path):
             model.load_state_dict(translation_weights(payload))
     return model.eval(), tokenizer, config
 
@@ -268,7 +268,7 @@ def adapt(model: Seq2Seq, payload: dict, path: Path) -> Experiment:
     its base; the adapter's config."""
     config = _config(payload, path)
     add_adapters(model, config.train.adapters)
-    with _weights_checked(path):
+    with weights_checked(path):
         load_trained_state(model, translation_weights(payload))
     return config
 
@@ -284,11 +284,12 @@ def _config(payload: dict, path: Path) -> Experiment:
 
 
 @contextlib.contextmanager
-def _weights_checked(path: Path) -> Iterator[None]:
-    """Turns a state dict that does not fit its model into a UserError naming `path`."""
+def weights_checked(path: Path) -> Iterator[None]:
+    """Turns a state dict that does not fit its model (or an optimizer state that does not
+    fit its parameters) into a UserError naming `path`."""
     try:
         yield
-    except RuntimeError as error:
+    except (RuntimeError, ValueError) as error:
         # the first line only says "Error(s) in loading state_dict"; the next names a tensor
         first = next(
             line.strip() for line in str(error).splitlines()[1:] + [str(error)] if line.strip()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from nmt.checkpoint import load_checkpoint, remove_temporaries
+from nmt.checkpoint import load_checkpoint, remove_temporaries, weights_checked
 from nmt.config import Experiment, checkpoint_config, config_differences, config_to_dict
 from nmt.errors import UserError
 from nmt.model.adapters import load_trained_state
@@ -135,10 +135,12 @@ def restore_training(trainer, payload: dict) -> None:
     """Continues `trainer` (a Trainer) from `payload`, its last.pt: weights (an adapter
     run's adapters), optimizer, scaler, progress, loss window, RNG streams."""
     training = payload["training"]
-    load_trained_state(trainer.model, payload["model"])
-    if trainer.ema is not None:
-        trainer.ema.load_state_dict({"weights": payload["ema"], "updates": training["ema_updates"]})
-    trainer.optimizer.load_state_dict(training["optimizer"])
+    with weights_checked(trainer.run_dir / "last.pt"):  # a file altered or mixed up
+        load_trained_state(trainer.model, payload["model"])
+        if trainer.ema is not None:
+            weights = {"weights": payload["ema"], "updates": training["ema_updates"]}
+            trainer.ema.load_state_dict(weights)
+        trainer.optimizer.load_state_dict(training["optimizer"])
     trainer.precision.scaler.load_state_dict(training["scaler"])
     trainer.progress = Progress(**training["progress"])
     trainer.window = LossWindow(**training["window"])

@@ -76,6 +76,11 @@ def test_resume_refuses_another_config_and_finished_runs(tmp_path, corpus_dir):
         train_experiment(experiment(corpus_dir, "train.max_steps=3"), run, resume=True)
     with pytest.raises(UserError, match="--resume"):
         train_experiment(experiment(corpus_dir), run)
+    payload = load_checkpoint(run / "last.pt")  # weights that do not fit: a mixed-up file
+    payload["model"] = {f"renamed.{name}": value for name, value in payload["model"].items()}
+    torch.save(payload, run / "last.pt")
+    with pytest.raises(UserError, match="last.pt: its weights do not match its own config"):
+        train_experiment(experiment(corpus_dir, "train.max_steps=6"), run, resume=True)
 
 
 def test_a_cosine_run_resumes_only_to_the_end_its_schedule_was_drawn_for(tmp_path, corpus_dir):
