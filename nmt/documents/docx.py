@@ -3,13 +3,14 @@ tables, headers and footers) is translated with its runs as tags, so that each r
 formatting (bold, italics, fonts, ...) and each hyperlink goes with the words that
 translate the words it held; the words a translation adds outside every run take the
 formatting of the run before them. What a run holds besides text (a picture, a field, a
-break) and what a paragraph holds besides runs (bookmarks, comments' marks) is kept where
-the alignments place it."""
+tab, a break: its text split from it into runs of their own) and what a paragraph holds
+besides runs (bookmarks, comments' marks) is kept where the alignments place it."""
 
 from __future__ import annotations
 
 import copy
 import io
+import itertools
 import zipfile
 from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 PARAGRAPH, RUN, TEXT, HYPERLINK = qn("w:p"), qn("w:r"), qn("w:t"), qn("w:hyperlink")
 RUN_PROPERTIES, PARAGRAPH_PROPERTIES = qn("w:rPr"), qn("w:pPr")
 SPACE = "{http://www.w3.org/XML/1998/namespace}space"
+SPACING = frozenset({qn("w:tab"), qn("w:br"), qn("w:cr")})  # a run's content between words
 
 
 # what a .docx may unpack to: Word's XML compresses 5 to 20 times, a zip bomb a thousand
@@ -40,6 +42,8 @@ def translate_docx(data: bytes, translate: Translate, settings: Settings) -> byt
     except (zipfile.BadZipFile, KeyError, ValueError, etree.XMLSyntaxError) as error:
         raise DocumentError(f"not a Word document (.docx) python-docx can open ({error})") from None
     paragraphs = [p for part in _parts(document) for p in part.iter(PARAGRAPH)]
+    for paragraph in paragraphs:
+        _split_runs(paragraph)
     marked = [_marked(paragraph) for paragraph in paragraphs]
     todo = [(p, m) for p, m in zip(paragraphs, marked, strict=True) if m is not None]
     translated = translate([Segment(markup, "xml") for _, (markup, _) in todo])
@@ -76,6 +80,35 @@ def _parts(document):
                 yield part._element
 
 
+def _split_runs(paragraph) -> None:
+    """A run that holds text beside anything else (a tab, a break, the mark Word leaves at a
+    page's end) becomes a run for each stretch of its text and one for each stretch of the
+    rest, each with its formatting: the text is translated, the rest kept where it goes."""
+    for run in list(paragraph.iter(RUN)):
+        content = [child for child in run if child.tag != RUN_PROPERTIES]
+        if len(set(map(_is_text, content))) < 2:
+            continue
+        parent = run.getparent()
+        place = parent.index(run)
+        for offset, (_, stretch) in enumerate(itertools.groupby(content, _is_text)):
+            piece = copy.deepcopy(run)  # its properties, its class and its namespaces
+            for child in list(piece):
+                if child.tag != RUN_PROPERTIES:
+                    piece.remove(child)
+            piece.extend(list(stretch))
+            parent.insert(place + offset, piece)
+        parent.remove(run)
+
+
+def _is_text(element) -> bool:
+    return element.tag == TEXT
+
+
+def _spacing(element) -> bool:
+    """A run of a tab or a break: words on either side of it are words apart."""
+    return element.tag == RUN and any(child.tag in SPACING for child in element)
+
+
 def _marked(paragraph) -> tuple[str, list] | None:
     """The paragraph as markup, each run a tag <r i="k"> around its text, each hyperlink
     <h i="k"> around its runs, anything else <z i="k"/>; and the elements by k. None: a
@@ -93,8 +126,8 @@ def _marked(paragraph) -> tuple[str, list] | None:
                 out.append(f'<r i="{index}">{escape(_run_text(child))}</r>')
             elif child.tag == HYPERLINK:
                 out.append(f'<h i="{index}">{markup(list(child))}</h>')
-            else:
-                out.append(f'<z i="{index}"/>')
+            else:  # a tab or a break stands between words: the segment reads a space there
+                out.append(f'<z i="{index}"/>' + (" " if _spacing(child) else ""))
         return "".join(out)
 
     text = markup(list(paragraph))
@@ -154,7 +187,10 @@ def _made(node, items: list, last_run) -> tuple[list, object]:
             made.append(link)
         else:
             made.append(original)
-        text(child.tail)
+        tail = child.tail
+        if tail and _spacing(original):  # the space read for a tab or a break is that
+            tail = tail.removeprefix(" ")
+        text(tail)
     return made, last_run
 
 

@@ -15,6 +15,7 @@ import docx
 import polib
 import pytest
 import srt
+from docx.oxml import OxmlElement
 from samples import NS, XLIFF_12, XLIFF_20, tags, word_document
 
 from nmt.cli.decoding_options import FormatOption
@@ -265,6 +266,30 @@ def test_a_word_document_keeps_each_runs_formatting_with_its_words_and_its_links
     assert empty.text == ""
     assert [cell.text for cell in document.tables[0].rows[0].cells] == ["A DOG", "WE SLEEP"]
     assert document.sections[0].header.paragraphs[0].text == "THE BIRD SLEEPS."
+
+
+def test_a_word_runs_text_beside_a_tab_a_break_or_a_page_mark_is_translated_around_them():
+    """Such a run was copied whole, its text untranslated: its text is split from the rest,
+    a tab or a break read as the space between the words around it."""
+    document = docx.Document()
+    run = document.add_paragraph().add_run("we see")
+    run.bold = True
+    run.add_tab()
+    run.add_text("the dog")
+    run.add_break()
+    run.add_text("today")
+    run._r.append(OxmlElement("w:lastRenderedPageBreak"))
+    written = io.BytesIO()
+    document.save(written)
+    out, translator = translated("docx", written.getvalue())
+    assert translator.sentences == ["we see the dog today"]
+    (paragraph,) = docx.Document(io.BytesIO(out)).paragraphs
+    assert paragraph.text == "WE SEE\tTHE DOG\nTODAY"
+    assert {run.bold for run in paragraph.runs} == {True}
+    kept = [child.tag.split("}")[1] for run in paragraph.runs for child in run._r]
+    assert [tag for tag in kept if tag not in ("rPr", "t")] == [
+        "tab", "br", "lastRenderedPageBreak",
+    ]  # fmt: skip
 
 
 MARKDOWN = """\
