@@ -107,10 +107,9 @@ class Translator:
         ensemble. `device` "auto": CUDA when torch sees one, unless `quantize` "int8".
         `workers`: batches side by side (None: one per core on a CPU). `attention_layer`:
         what alignments and plots show (of each model, a chain's too); `tgt_lang`: the
-        language to write, of several;
-        `decode` replaces decode settings (beam=5, precision="bf16", ...); `then`: a
-        second checkpoint, a chain (nmt/translate/pivot.py); `adapter`: an adapter
-        checkpoint on the one checkpoint, its base; `memory`: a translation memory
+        language to write, of several; `decode` replaces decode settings (beam=5, ...);
+        `then`: a second checkpoint, a chain (nmt/translate/pivot.py); `adapter`: an
+        adapter checkpoint on the one checkpoint, its base; `memory`: a translation memory
         (nmt/translate/memory.py). docs/python.md says each in full."""
         model = load_model(checkpoints, device, quantize, attention_layer, adapter)
         loaded = _loaded(cls, checkpoints, model, quantize, workers, decode)
